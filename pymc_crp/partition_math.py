@@ -1,0 +1,405 @@
+r"""Numeric core of the partition priors: probabilities, conditional weights and exact samplers.
+
+Pure functions over NumPy arrays (numba-compiled where they sit on a hot path); nothing here
+imports PyMC. The PyMC distributions in :mod:`pymc_crp.partitions` and the label step in
+:mod:`pymc_crp.step_methods.crp_gibbs` wrap these.
+
+A partition of ``N`` observations is stored as integer labels ``c`` in ``0..L-1`` where ``L`` is
+the number of parameter slots. With ``K`` occupied slots of sizes ``n_1..n_K``:
+
+Pitman--Yor Chinese restaurant process (discount ``0 <= d < 1``, concentration ``θ > -d``)
+
+.. math::
+
+    \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log \frac{L!}{(L-K)!},\qquad
+    \mathrm{EPPF}(n; θ, d) = \Big[\prod_{k=1}^{K-1} (θ + k d)\Big]
+        \frac{Γ(θ + 1)}{Γ(θ + N)} \prod_{k=1}^{K} \frac{Γ(n_k - d)}{Γ(1 - d)}.
+
+Finite Dirichlet--multinomial prior (``A`` groups, total mass ``γ``, weights integrated out)
+
+.. math::
+
+    \log p(c \mid γ) = \log Γ(γ) - A \log Γ(γ/A) + \sum_{a=1}^{A} \log Γ(N_a + γ/A)
+        - \log Γ(N + γ).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import numpy as np
+from numba import njit
+from scipy.special import gammaln
+
+__all__ = [
+    "CRP_PRIOR",
+    "DIRICHLET_MULTINOMIAL_PRIOR",
+    "check_crp_parameters",
+    "check_dirichlet_multinomial_parameters",
+    "check_n_slots",
+    "conditional_slot_weights",
+    "crp_conditional_weights",
+    "crp_label_log_prob",
+    "dirichlet_multinomial_conditional_weights",
+    "dirichlet_multinomial_label_log_prob",
+    "log_eppf",
+    "relabel_by_appearance",
+    "sample_crp_labels",
+    "sample_dirichlet_multinomial_labels",
+    "slot_counts",
+    "truncated_crp_log_survival",
+    "validate_labels",
+]
+
+#: Integer codes of the two priors, as understood by :func:`conditional_slot_weights`.
+CRP_PRIOR = 0
+DIRICHLET_MULTINOMIAL_PRIOR = 1
+
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+def check_n_slots(value, name: str) -> int:
+    """Return ``value`` as a positive Python int or raise naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
+        raise TypeError(f"{name} must be a positive integer, got {value!r}")
+    if int(value) < 1:
+        raise ValueError(f"{name} must be a positive integer (>= 1), got {value}")
+    return int(value)
+
+
+def _finite_array(value, name: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return arr
+
+
+def check_crp_parameters(concentration, discount) -> None:
+    """Raise ``ValueError`` unless ``0 <= discount < 1`` and ``concentration > -discount``.
+
+    Works elementwise on array-like parameters.
+    """
+    theta = _finite_array(concentration, "concentration")
+    d = _finite_array(discount, "discount")
+    if np.any((d < 0) | (d >= 1)):
+        raise ValueError(f"discount must lie in [0, 1), got {discount!r}")
+    if np.any(theta <= -d):
+        raise ValueError(
+            f"concentration must be greater than -discount, got concentration={concentration!r}"
+            f" and discount={discount!r}"
+        )
+
+
+def check_dirichlet_multinomial_parameters(gamma) -> None:
+    """Raise ``ValueError`` unless ``gamma > 0`` (elementwise)."""
+    g = _finite_array(gamma, "gamma")
+    if np.any(g <= 0):
+        raise ValueError(f"gamma must be positive, got {gamma!r}")
+
+
+def validate_labels(labels, n_slots: int, name: str = "labels") -> np.ndarray:
+    """Check a label array and return it as ``int64``.
+
+    Labels must be integers (an integer dtype, or floats with integral values) in
+    ``0..n_slots-1``. Raises ``TypeError``/``ValueError`` naming ``name`` otherwise.
+    """
+    arr = np.asarray(labels)
+    if arr.dtype == object or arr.dtype.kind not in "iuf" or arr.dtype == np.bool_:
+        raise TypeError(f"{name} must be an array of integer labels, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite integer labels")
+        if not np.all(arr == np.round(arr)):
+            raise ValueError(f"{name} must be integer labels, got non-integer values")
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must be a vector of labels, got a scalar")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_slots):
+        bad = arr[(arr < 0) | (arr >= n_slots)].ravel()[0]
+        raise ValueError(
+            f"{name} must lie in 0..{n_slots - 1} (there are {n_slots} slots), found label {bad}"
+        )
+    return arr.astype(np.int64)
+
+
+# --------------------------------------------------------------------------------------------
+# Probabilities
+# --------------------------------------------------------------------------------------------
+def slot_counts(labels: np.ndarray, n_slots: int) -> np.ndarray:
+    """Number of observations in each slot: ``counts[j] = #{i : labels[i] = j}``."""
+    return np.bincount(np.asarray(labels, dtype=np.int64).ravel(), minlength=n_slots)
+
+
+def log_eppf(block_sizes, concentration: float, discount: float = 0.0) -> float:
+    r"""Log exchangeable partition probability function of the Pitman--Yor process.
+
+    .. math::
+
+        \log \mathrm{EPPF} = \sum_{k=1}^{K-1}\log(θ + k d) + \log Γ(θ+1) - \log Γ(θ+N)
+            + \sum_{k=1}^{K} [\log Γ(n_k - d) - \log Γ(1 - d)]
+
+    Parameters
+    ----------
+    block_sizes : array_like of int
+        Positive sizes ``n_1..n_K`` of the blocks (zeros are ignored).
+    concentration, discount : float
+        ``θ > -d`` and ``0 <= d < 1``.
+    """
+    check_crp_parameters(concentration, discount)
+    sizes = np.asarray(block_sizes, dtype=float)
+    sizes = sizes[sizes > 0]
+    n_blocks = sizes.size
+    n_total = sizes.sum()
+    theta, d = float(concentration), float(discount)
+    k = np.arange(1, n_blocks)
+    out = np.sum(np.log(theta + k * d)) + gammaln(theta + 1.0) - gammaln(theta + n_total)
+    out += np.sum(gammaln(sizes - d) - gammaln(1.0 - d))
+    return float(out)
+
+
+def crp_label_log_prob(labels, concentration: float, discount: float, max_clusters: int) -> float:
+    r"""Log prior probability of a label vector under the slot-labelled Pitman--Yor CRP.
+
+    .. math:: \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log\big(L! / (L - K)!\big)
+    """
+    n_slots = check_n_slots(max_clusters, "max_clusters")
+    labels = validate_labels(labels, n_slots)
+    counts = slot_counts(labels, n_slots)
+    n_blocks = int(np.count_nonzero(counts))
+    return log_eppf(counts, concentration, discount) - float(
+        gammaln(n_slots + 1.0) - gammaln(n_slots - n_blocks + 1.0)
+    )
+
+
+def dirichlet_multinomial_label_log_prob(labels, gamma: float, n_groups: int) -> float:
+    r"""Log prior probability of a label vector under the finite Dirichlet--multinomial prior.
+
+    .. math::
+
+        \log p(c \mid γ) = \log Γ(γ) - A \log Γ(γ/A) + \sum_a \log Γ(N_a + γ/A) - \log Γ(N + γ)
+    """
+    n_slots = check_n_slots(n_groups, "n_groups")
+    check_dirichlet_multinomial_parameters(gamma)
+    labels = validate_labels(labels, n_slots)
+    counts = slot_counts(labels, n_slots).astype(float)
+    g = float(gamma)
+    alpha = g / n_slots
+    out = gammaln(g) - n_slots * gammaln(alpha) + np.sum(gammaln(counts + alpha))
+    return float(out - gammaln(counts.sum() + g))
+
+
+# --------------------------------------------------------------------------------------------
+# Conditional weights of one label given the others
+# --------------------------------------------------------------------------------------------
+@njit(cache=False, nogil=True)
+def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # pragma: no cover
+    r"""Unnormalised prior weights of one label given all others (numba kernel).
+
+    ``counts[j]`` are the slot sizes *without* the label being updated. With ``K`` the number
+    of occupied slots and ``L = len(counts)``:
+
+    * CRP (``prior_code = 0``, ``param_a = θ``, ``param_b = d``):
+      ``w_j = n_j - d`` for an occupied slot and ``w_s = (θ + d K)/(L - K)`` for each empty one.
+    * Dirichlet--multinomial (``prior_code = 1``, ``param_a = γ``):
+      ``w_a = n_a + γ/A`` for every slot.
+
+    Writes into ``out`` and returns the number of occupied slots ``K``.
+    """
+    n_slots = counts.shape[0]
+    n_occupied = 0
+    for j in range(n_slots):
+        if counts[j] > 0:
+            n_occupied += 1
+    if prior_code == 0:
+        n_empty = n_slots - n_occupied
+        empty_weight = 0.0
+        if n_empty > 0:
+            empty_weight = (param_a + param_b * n_occupied) / n_empty
+        for j in range(n_slots):
+            if counts[j] > 0:
+                out[j] = counts[j] - param_b
+            else:
+                out[j] = empty_weight
+    else:
+        alpha = param_a / n_slots
+        for j in range(n_slots):
+            out[j] = counts[j] + alpha
+    return n_occupied
+
+
+def crp_conditional_weights(counts, concentration: float, discount: float = 0.0) -> np.ndarray:
+    """Prior weights ``P(c_e = j | c_-e)`` (normalised) for the Pitman--Yor CRP.
+
+    ``counts`` are the slot sizes without observation ``e``. See
+    :func:`conditional_slot_weights` for the formula.
+    """
+    check_crp_parameters(concentration, discount)
+    counts = np.asarray(counts, dtype=np.int64)
+    out = np.empty(counts.shape[0])
+    conditional_slot_weights(counts, CRP_PRIOR, float(concentration), float(discount), out)
+    return out / out.sum()
+
+
+def dirichlet_multinomial_conditional_weights(counts, gamma: float) -> np.ndarray:
+    """Prior weights ``P(c_e = a | c_-e) ∝ n_a + γ/A`` (normalised)."""
+    check_dirichlet_multinomial_parameters(gamma)
+    counts = np.asarray(counts, dtype=np.int64)
+    out = np.empty(counts.shape[0])
+    conditional_slot_weights(counts, DIRICHLET_MULTINOMIAL_PRIOR, float(gamma), 0.0, out)
+    return out / out.sum()
+
+
+# --------------------------------------------------------------------------------------------
+# Exact samplers
+# --------------------------------------------------------------------------------------------
+def truncated_crp_log_survival(
+    n: int, concentration: float, discount: float, max_clusters: int
+) -> np.ndarray:
+    r"""``log h[i, k] = log P(K_N <= L | i seated customers, k occupied tables)``.
+
+    The number of tables of the Pitman--Yor seating process is a Markov chain: with ``i``
+    customers at ``k`` tables the next one opens a table with probability
+    ``(θ + d k)/(θ + i)``. Backward recursion from ``h[N, k] = 1{k <= L}``:
+
+    .. math:: h[i, k] = q\,h[i+1, k+1] + (1 - q)\,h[i+1, k],\qquad q = (θ + d k)/(θ + i).
+
+    Returned with shape ``(N + 1, L + 2)`` (``k`` runs over ``0..L+1``); used to draw exactly
+    from the CRP conditioned on at most ``L`` clusters (a Doob h-transform of the seating).
+    """
+    theta, d = float(concentration), float(discount)
+    n_slots = int(max_clusters)
+    log_h = np.full((n + 1, n_slots + 2), -np.inf)
+    log_h[n, : n_slots + 1] = 0.0
+    k = np.arange(n_slots + 1)
+    for i in range(n - 1, 0, -1):
+        q = np.clip((theta + d * k) / (theta + i), 0.0, 1.0)
+        with np.errstate(divide="ignore"):
+            new = np.log(q) + log_h[i + 1, 1 : n_slots + 2]
+            stay = np.log1p(-q) + log_h[i + 1, : n_slots + 1]
+        log_h[i, : n_slots + 1] = np.logaddexp(new, stay)
+    log_h[0, 0] = log_h[1, 1]
+    return log_h
+
+
+@njit(cache=False)
+def _seat_pitman_yor(uniforms, theta, d, log_h, truncated):  # pragma: no cover
+    """Sequential seating; returns block indices in order of appearance."""
+    n = uniforms.shape[0]
+    blocks = np.empty(n, dtype=np.int64)
+    sizes = np.zeros(n, dtype=np.int64)
+    n_blocks = 0
+    for i in range(n):
+        if i == 0:
+            blocks[0] = 0
+            sizes[0] = 1
+            n_blocks = 1
+            continue
+        denom = theta + i
+        w_new = (theta + d * n_blocks) / denom
+        w_stay = 1.0
+        if truncated:
+            base = log_h[i, n_blocks]
+            w_new *= math.exp(log_h[i + 1, n_blocks + 1] - base)
+            w_stay = math.exp(log_h[i + 1, n_blocks] - base)
+        total = w_new + w_stay * (i - d * n_blocks) / denom
+        target = uniforms[i] * total
+        acc = w_new
+        choice = n_blocks
+        if target >= acc:
+            for b in range(n_blocks):
+                acc += w_stay * (sizes[b] - d) / denom
+                if target < acc:
+                    choice = b
+                    break
+            else:
+                choice = n_blocks - 1
+        blocks[i] = choice
+        sizes[choice] += 1
+        if choice == n_blocks:
+            n_blocks += 1
+    return blocks
+
+
+def sample_crp_labels(
+    n: int,
+    concentration: float,
+    discount: float,
+    max_clusters: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    r"""Exact draw of a label vector from the slot-labelled Pitman--Yor CRP.
+
+    The partition is drawn by sequential seating (customer ``i+1`` joins block ``k`` with
+    probability ``(n_k - d)/(θ + i)`` and opens a new block with ``(θ + dK)/(θ + i)``),
+    conditioned on ``K <= max_clusters`` by an exact h-transform when
+    ``max_clusters < n``. The ``K`` blocks are then placed in ``K`` distinct slots chosen
+    uniformly at random, so draws follow ``p(c) = EPPF / (L!/(L-K)!)`` exactly (the density
+    of :class:`pymc_crp.CRP`). Use :func:`relabel_by_appearance` for canonical labels.
+    """
+    check_crp_parameters(concentration, discount)
+    n_slots = check_n_slots(max_clusters, "max_clusters")
+    n = int(n)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    theta, d = float(concentration), float(discount)
+    truncated = n_slots < n
+    if truncated:
+        log_h = truncated_crp_log_survival(n, theta, d, n_slots)
+    else:
+        log_h = np.zeros((1, 1))
+    uniforms = rng.random(n)
+    blocks = _seat_pitman_yor(uniforms, theta, d, log_h, truncated)
+    n_blocks = int(blocks.max()) + 1
+    slots = rng.permutation(n_slots)[:n_blocks]
+    return slots[blocks].astype(np.int64)
+
+
+@njit(cache=False)
+def _polya_urn(uniforms, n_slots, alpha):  # pragma: no cover
+    n = uniforms.shape[0]
+    labels = np.empty(n, dtype=np.int64)
+    counts = np.zeros(n_slots, dtype=np.int64)
+    for i in range(n):
+        target = uniforms[i] * (i + n_slots * alpha)
+        acc = 0.0
+        choice = n_slots - 1
+        for a in range(n_slots):
+            acc += counts[a] + alpha
+            if target < acc:
+                choice = a
+                break
+        labels[i] = choice
+        counts[choice] += 1
+    return labels
+
+
+def sample_dirichlet_multinomial_labels(
+    n: int, gamma: float, n_groups: int, rng: np.random.Generator
+) -> np.ndarray:
+    r"""Exact draw of labels from the Dirichlet--multinomial prior by the Pólya urn.
+
+    Observation ``i+1`` takes group ``a`` with probability ``(N_a + γ/A)/(i + γ)``; this is
+    ``w ~ Dirichlet(γ/A, …, γ/A)``, ``c_i | w ~ Categorical(w)`` with ``w`` integrated out,
+    and avoids the underflow of Dirichlet draws with small ``γ/A``.
+    """
+    check_dirichlet_multinomial_parameters(gamma)
+    n_slots = check_n_slots(n_groups, "n_groups")
+    return _polya_urn(rng.random(int(n)), n_slots, float(gamma) / n_slots)
+
+
+def relabel_by_appearance(labels) -> np.ndarray:
+    """Canonical labels: blocks numbered ``0, 1, …`` in order of first appearance.
+
+    Works on the last axis of an array of label vectors.
+    """
+    arr = np.asarray(labels, dtype=np.int64)
+    flat = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr[None, :]
+    out = np.empty_like(flat)
+    for r, row in enumerate(flat):
+        _, first = np.unique(row, return_index=True)
+        order = np.argsort(first)
+        mapping = np.empty(row.max() + 1 if row.size else 0, dtype=np.int64)
+        mapping[np.unique(row)[order]] = np.arange(order.size)
+        out[r] = mapping[row]
+    return out.reshape(arr.shape)
