@@ -4,13 +4,21 @@ Importing the package registers its step methods in ``pymc.STEP_METHODS`` so tha
 ``pm.sample`` assigns them automatically.
 """
 
+import pymc as pm
+
 from pymc_crp.partition_math import relabel_by_appearance
 from pymc_crp.partitions import CRP, DirichletMultinomialPartition
+from pymc_crp.step_methods import CRPGibbs
+
+for _step in (CRPGibbs,):
+    if _step not in pm.STEP_METHODS:
+        pm.STEP_METHODS.append(_step)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CRP",
+    "CRPGibbs",
     "DirichletMultinomialPartition",
     "relabel_by_appearance",
 ]

@@ -200,7 +200,8 @@ def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # prag
     of occupied slots and ``L = len(counts)``:
 
     * CRP (``prior_code = 0``, ``param_a = θ``, ``param_b = d``):
-      ``w_j = n_j - d`` for an occupied slot and ``w_s = (θ + d K)/(L - K)`` for each empty one.
+      ``w_j = n_j - d`` for an occupied slot and ``w_s = (θ + d K)/(L - K)`` for each empty one
+      (``K = 0``, a lone observation, gives equal weights).
     * Dirichlet--multinomial (``prior_code = 1``, ``param_a = γ``):
       ``w_a = n_a + γ/A`` for every slot.
 
@@ -214,7 +215,9 @@ def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # prag
     if prior_code == 0:
         n_empty = n_slots - n_occupied
         empty_weight = 0.0
-        if n_empty > 0:
+        if n_occupied == 0:  # a lone observation: every slot is equally a new cluster
+            empty_weight = 1.0
+        elif n_empty > 0:
             empty_weight = (param_a + param_b * n_occupied) / n_empty
         for j in range(n_slots):
             if counts[j] > 0:

@@ -102,6 +102,13 @@ def _validate_observed(kwargs, n_slots: int) -> None:
         validate_labels(_constant_value(observed), n_slots, name="observed")
 
 
+def _register_current_model() -> None:
+    """Remember the model so that step-method competence checks can find it later."""
+    from pymc_crp.step_methods.model_graph import register_model
+
+    register_model(pm.modelcontext(None))
+
+
 def _support_shape(size, n, *params) -> list:
     """Shape ``(*batch, n)`` of a label draw from ``size`` or the broadcast parameters."""
     if rv_size_is_none(size):
@@ -209,6 +216,7 @@ class CRP(Discrete):
         n = _infer_n(n, kwargs, "CRP")
         n_slots = _static_int(max_clusters, "max_clusters")
         _validate_observed(kwargs, n_slots)
+        _register_current_model()
         return super().__new__(
             cls, name, concentration, discount, max_clusters=n_slots, n=n, **kwargs
         )
@@ -345,6 +353,7 @@ class DirichletMultinomialPartition(Discrete):
         n = _infer_n(n, kwargs, "DirichletMultinomialPartition")
         n_slots = _static_int(n_groups, "n_groups")
         _validate_observed(kwargs, n_slots)
+        _register_current_model()
         return super().__new__(cls, name, gamma, n_groups=n_slots, n=n, **kwargs)
 
     @classmethod

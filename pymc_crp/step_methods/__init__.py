@@ -1,0 +1,5 @@
+"""Step methods that ``pm.sample`` assigns to the variables of this package's models."""
+
+from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+
+__all__ = ["CRPGibbs"]

@@ -1,0 +1,366 @@
+r"""Collapsed label step for partition priors: exact Gibbs sweeps over slot labels.
+
+For a label vector ``c`` with a :class:`~pymc_crp.CRP` or
+:class:`~pymc_crp.DirichletMultinomialPartition` prior, one step
+
+1. refreshes the parameters of the empty slots from their prior given their parents (an
+   exact Gibbs draw: no data attach to an empty slot);
+2. evaluates ``ℓ[i, j] = log p(y_i | φ_j)`` for all observations and slots in one vectorised
+   call, by setting the whole label vector to ``j`` in the elementwise log-densities of every
+   model term that depends on the labels;
+3. visits the observations in random order and draws each label from
+   ``P(c_i = j | ·) ∝ w_j(c_{-i}) exp(ℓ[i, j])`` (numba).
+
+Summed over the empty slots this is Neal's (2000) Algorithm 8 with the empty slots'
+parameters as the auxiliary draws; every update is an exact conditional draw, so nothing is
+accepted or rejected.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.model import modelcontext
+from pymc.pytensorf import compile as compile_pytensor
+from pymc.stats.convergence import SamplerWarning, WarningType
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.graph.replace import vectorize_graph
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
+from rich.progress import TextColumn
+from rich.table import Column
+
+from pymc_crp.label_sweep import gibbs_label_sweep, likelihood_weights
+from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.partitions import CRPRV
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    dependent_terms,
+    is_partition_rv,
+    prior_draw_function,
+    term_logps,
+)
+
+__all__ = ["CRPGibbs"]
+
+
+class CRPGibbs(BlockedStep):
+    r"""Exact Gibbs sweeps over the labels of a partition prior (Neal's Algorithm 8).
+
+    Assigned automatically by :func:`pymc.sample` to every free
+    :class:`~pymc_crp.CRP` and :class:`~pymc_crp.DirichletMultinomialPartition` variable.
+    The model terms that depend on the labels must depend on label ``i`` only through their
+    ``i``-th element (``mu[z]``, ``U[c]``, a latent ``θ_i ~ N(mu[z_i], ·)``, vector
+    observations ``y[i, :]``); this is checked when the step is built.
+
+    The prior conditional weights of label ``i`` given the others are, with ``K`` occupied
+    slots among ``L`` after removing ``i``:
+
+    .. math::
+
+        \text{CRP:}\quad w_j = n_j - d \ (\text{occupied}),\qquad
+            w_s = \frac{θ + dK}{L - K}\ (\text{empty}); \qquad
+        \text{DM:}\quad w_a = n_a + γ/A.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Label variables (default: every partition-prior variable of the model).
+    refresh_empty_slots : bool, default True
+        Draw the parameters of empty slots from their prior before each sweep. Done for each
+        slot parameter that is a plain random variable with the slot axis as its leading
+        batch axis and whose only children are the label-dependent terms; other slot
+        parameters are left to their own step methods (still a valid sampler).
+    membership_probs : bool, default False
+        Record each observation's conditional label probabilities in the stat
+        ``membership_probs`` (shape ``(N, L)`` per draw) for Rao--Blackwellised membership
+        estimates.
+    model, rng, initial_point, compile_kwargs, blocked
+        As for PyMC's step methods.
+
+    Notes
+    -----
+    Stats: ``n_clusters`` (occupied slots after the sweep), ``slots_full`` (a new cluster
+    had prior mass but every slot was occupied: the truncation ``max_clusters`` bites; a
+    warning advises a larger ``max_clusters``), optionally ``membership_probs``.
+    Labels are never renumbered (the slot rows of other variables stay aligned).
+
+    References
+    ----------
+    .. [1] Neal, R. M. (2000). Markov chain sampling methods for Dirichlet process mixture
+       models. *J. Comput. Graph. Stat.* 9(2), 249–265.
+    """
+
+    name = "crp_gibbs"
+    default_blocked = False
+    _state_class = StepMethodState
+    stats_dtypes_shapes = {
+        "n_clusters": (np.int64, []),
+        "slots_full": (bool, []),
+        "warning": (SamplerWarning, None),
+    }
+
+    def __new__(cls, *args, **kwargs):
+        if not args and kwargs.get("vars") is None:
+            model = modelcontext(kwargs.get("model"))
+            kwargs["vars"] = [
+                model.rvs_to_values[rv] for rv in model.free_RVs if is_partition_rv(rv)
+            ]
+            if not kwargs["vars"]:
+                raise ValueError("the model has no free CRP or DirichletMultinomialPartition")
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = False,
+        refresh_empty_slots: bool = True,
+        membership_probs: bool = False,
+    ):
+        model = modelcontext(model)
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        if len(value_vars) != 1:
+            raise ValueError("CRPGibbs updates one label variable at a time")
+        (value_var,) = value_vars
+        label_rv = model.values_to_rvs[value_var]
+        if not is_partition_rv(label_rv):
+            raise TypeError(
+                f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
+            )
+        if label_rv.ndim != 1:
+            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+        if initial_point is None:
+            initial_point = model.initial_point()
+        compile_kwargs = dict(compile_kwargs or {})
+        self.vars = [value_var]
+        self.rng = get_random_generator(rng)
+        self.tune = True
+        self.record_membership = bool(membership_probs)
+        self._label_name = value_var.name
+        self._n_obs = int(initial_point[value_var.name].shape[0])
+        self._warned = False
+
+        # Prior and its parameters (graphs of the other variables' values).
+        _, _, *params = label_rv.owner.inputs
+        if isinstance(label_rv.owner.op, CRPRV):
+            self._prior_code = CRP_PRIOR
+            prior_params = params[:2]
+            n_slots_graph = params[2]
+        else:
+            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
+            prior_params = [params[0], pt.constant(0.0)]
+            n_slots_graph = params[1]
+        self.n_slots = int(pt.get_underlying_scalar_constant_value(n_slots_graph))
+        self._prior_params_fn = compile_point_function(
+            model,
+            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
+            compile_kwargs,
+        )
+
+        # Terms whose density depends on the labels, summed per observation.
+        logps = term_logps(model)
+        terms = dependent_terms(model, value_var, logps, exclude=(label_rv,))
+        if not terms:
+            raise ValueError(f"no model term depends on the labels {label_rv.name}")
+        for term in terms:
+            if term in model.potentials:
+                raise NotImplementedError(
+                    f"Potential {term.name} depends on the labels {label_rv.name}; CRPGibbs "
+                    "needs each observation's density to depend on its own label only"
+                )
+            if logps[term].ndim == 0:
+                raise ValueError(
+                    f"{term.name} depends on the labels {label_rv.name} jointly (its log-density "
+                    "is a scalar); CRPGibbs needs one log-density term per observation"
+                )
+        self._terms = terms
+        per_obs = [_sum_trailing(logps[t]) for t in terms]
+        loglik = per_obs[0]
+        for extra in per_obs[1:]:
+            loglik = loglik + extra
+        self._loglik_fn = self._compile_likelihood_matrix(model, value_var, loglik, compile_kwargs)
+        self._single_loglik_fn = compile_point_function(model, loglik, compile_kwargs)
+
+        # Slot parameters whose empty rows are refreshed from the prior.
+        self._slot_params, self._skipped_slot_params = self._find_slot_params(
+            model, value_var, label_rv, loglik, logps, terms, initial_point
+        )
+        self._refresh_fn = None
+        if refresh_empty_slots and self._slot_params:
+            self._refresh_fn, self._refresh_rng = prior_draw_function(
+                model, self._slot_params, compile_kwargs
+            )
+            self._slot_param_names = [model.rvs_to_values[rv].name for rv in self._slot_params]
+        self._check_structure(initial_point)
+
+        if self.record_membership:
+            self.stats_dtypes_shapes = {
+                **self.stats_dtypes_shapes,
+                "membership_probs": (np.float64, [self._n_obs, self.n_slots]),
+            }
+            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
+
+    # ------------------------------------------------------------------------------------
+    # Construction helpers
+    # ------------------------------------------------------------------------------------
+    def _compile_likelihood_matrix(self, model, value_var, loglik, compile_kwargs):
+        """``ℓ[i, j]`` for all slots in one call, by vectorising over constant label vectors."""
+        n_obs, n_slots = self._n_obs, self.n_slots
+        constant_labels = pt.as_tensor(
+            np.repeat(np.arange(n_slots, dtype=np.int64)[:, None], n_obs, axis=1)
+        )
+        try:
+            batched = vectorize_graph(loglik, replace={value_var: constant_labels})
+            fn = compile_point_function(model, batched.T, compile_kwargs)
+        except Exception:  # noqa: BLE001 - any op without a vectorised form: loop over slots
+            slot = pt.lscalar("slot")
+            single = model.replace_rvs_by_values([loglik])[0]
+            single = pytensor_replace(single, value_var, pt.full((n_obs,), slot, dtype="int64"))
+            inputs = [v for v in model.value_vars if v in set(ancestors([single]))]
+            looped = compile_pytensor([*inputs, slot], single, **compile_kwargs)
+            names = [v.name for v in inputs]
+
+            def fn(point):
+                args = [point[name] for name in names]
+                return np.stack([looped(*args, j) for j in range(n_slots)], axis=1)
+
+        return fn
+
+    def _find_slot_params(self, model, value_var, label_rv, loglik, logps, terms, point):
+        shapes = model.eval_rv_shapes()
+        loglik_inputs = set(ancestors([loglik]))
+        refreshable, skipped = [], []
+        for rv in model.free_RVs:
+            if rv is label_rv:
+                continue
+            rv_value = model.rvs_to_values[rv]
+            if rv_value not in loglik_inputs:
+                continue
+            shape = shapes.get(rv.name, ())
+            if len(shape) == 0 or shape[0] != self.n_slots:
+                continue
+            children = dependent_terms(model, rv_value, logps, exclude=(rv,))
+            ok = (
+                isinstance(rv.owner.op, RandomVariable)
+                and rv.owner.op.ndim_supp < rv.ndim
+                and point[rv_value.name].shape[:1] == (self.n_slots,)
+                and all(child in terms for child in children)
+            )
+            (refreshable if ok else skipped).append(rv)
+        return refreshable, skipped
+
+    def _check_structure(self, initial_point):
+        """Check numerically that term ``i`` depends on the labels through ``c_i`` only."""
+        point = dict(initial_point)
+        if self._refresh_fn is not None:  # distinct slot parameters make the check sharp
+            self._refresh_rng.set_value(np.random.default_rng(12345))
+            for name, draw in zip(self._slot_param_names, self._refresh_fn(point), strict=True):
+                point[name] = draw
+        matrix = self._loglik_fn(point)
+        if matrix.shape != (self._n_obs, self.n_slots):
+            raise ValueError(
+                f"the label-dependent terms {[t.name for t in self._terms]} do not give one "
+                f"log-density per observation: expected leading length {self._n_obs}, got the "
+                f"likelihood matrix shape {matrix.shape}"
+            )
+        test_labels = np.arange(self._n_obs, dtype=np.int64) % self.n_slots
+        point[self._label_name] = test_labels
+        direct = self._single_loglik_fn(point)
+        want = matrix[np.arange(self._n_obs), test_labels]
+        if not np.allclose(direct, want, rtol=1e-8, atol=1e-8, equal_nan=True):
+            raise ValueError(
+                f"the density of observation i depends on labels other than {self._label_name}[i]"
+                f" in {[t.name for t in self._terms]}; CRPGibbs cannot update these labels"
+            )
+
+    # ------------------------------------------------------------------------------------
+    # Sampling
+    # ------------------------------------------------------------------------------------
+    def step(self, point):
+        point = dict(point)
+        labels = np.array(point[self._label_name], dtype=np.int64, copy=True)
+        counts = np.bincount(labels, minlength=self.n_slots).astype(np.int64)
+        if counts.shape[0] != self.n_slots:
+            raise ValueError(
+                f"{self._label_name} has labels outside 0..{self.n_slots - 1}: {labels.max()}"
+            )
+        param_a, param_b = (float(v) for v in self._prior_params_fn(point))
+
+        empty = counts == 0
+        if self._refresh_fn is not None and empty.any():
+            self._refresh_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+            for name, draw in zip(self._slot_param_names, self._refresh_fn(point), strict=True):
+                updated = np.array(point[name], copy=True)
+                updated[empty] = draw[empty]
+                point[name] = updated
+
+        lik_weights, _ = likelihood_weights(self._loglik_fn(point))
+        order = self.rng.permutation(self._n_obs).astype(np.int64)
+        uniforms = self.rng.random(self._n_obs)
+        probs = (
+            np.empty((self._n_obs, self.n_slots)) if self.record_membership else np.empty((0, 0))
+        )
+        n_full = gibbs_label_sweep(
+            lik_weights, labels, counts, order, uniforms, self._prior_code, param_a, param_b, probs
+        )
+        point[self._label_name] = labels
+        stats = {
+            "n_clusters": int(np.count_nonzero(counts)),
+            "slots_full": bool(n_full > 0),
+            "warning": None,
+        }
+        if n_full > 0 and not self._warned:
+            self._warned = True
+            stats["warning"] = SamplerWarning(
+                WarningType.BAD_PARAMS,
+                f"CRPGibbs: all {self.n_slots} slots of {self._label_name} were occupied when a "
+                "new cluster had prior mass, so the Chinese restaurant process was truncated; "
+                "increase max_clusters (the stat 'slots_full' marks the affected draws)",
+                "warning",
+            )
+        if self.record_membership:
+            stats["membership_probs"] = probs
+        return point, [stats]
+
+    def reset_tuning(self):
+        return
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        """IDEAL for CRP and Dirichlet--multinomial label vectors."""
+        if is_partition_rv(var):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
+
+    @staticmethod
+    def _progressbar_config(n_chains=1):
+        columns = [
+            TextColumn("{task.fields[n_clusters]}", table_column=Column("Clusters", ratio=1)),
+        ]
+        return columns, {"n_clusters": [0] * n_chains}
+
+    @staticmethod
+    def _make_progressbar_update_functions():
+        def update_stats(stats):
+            return {"n_clusters": stats["n_clusters"]}
+
+        return (update_stats,)
+
+
+def _sum_trailing(logp):
+    """Sum an elementwise log-density over all but its leading (observation) axis."""
+    if logp.ndim <= 1:
+        return logp
+    return pt.sum(logp, axis=tuple(range(1, logp.ndim)))
+
+
+def pytensor_replace(graph, old, new):
+    from pytensor.graph.replace import graph_replace
+
+    return graph_replace(graph, {old: new}, strict=False)

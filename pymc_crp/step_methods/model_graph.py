@@ -1,0 +1,127 @@
+"""Reading a PyMC model's graph: which terms depend on a variable, and exact prior draws.
+
+Shared by the step methods of this package. Everything here works on the model's value
+variables (the sampler's state), so transforms are respected.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.model import Model, modelcontext
+from pytensor.graph.traversal import ancestors, explicit_graph_inputs
+from pytensor.tensor.random.op import RandomVariable
+
+from pymc_crp.partitions import CRPRV, DirichletMultinomialPartitionRV
+
+__all__ = [
+    "PARTITION_OPS",
+    "PointFunction",
+    "compile_point_function",
+    "dependent_terms",
+    "find_model",
+    "is_partition_rv",
+    "prior_draw_function",
+    "register_model",
+    "term_logps",
+]
+
+PARTITION_OPS = (CRPRV, DirichletMultinomialPartitionRV)
+
+# Models in which partition priors were created, so that competence checks (which PyMC
+# calls with a variable only) can find the model even outside a ``with model:`` block.
+_MODELS: weakref.WeakSet[Model] = weakref.WeakSet()
+
+
+def register_model(model: Model) -> None:
+    _MODELS.add(model)
+
+
+def find_model(var) -> Model | None:
+    """The model that holds ``var``: the model on the context stack, else a registered one."""
+    try:
+        model = modelcontext(None)
+        if var in model.basic_RVs:
+            return model
+    except TypeError:
+        pass
+    for model in list(_MODELS):
+        if var in model.basic_RVs:
+            return model
+    return None
+
+
+def is_partition_rv(var) -> bool:
+    owner = getattr(var, "owner", None)
+    return owner is not None and isinstance(owner.op, PARTITION_OPS)
+
+
+def term_logps(model: Model) -> dict:
+    """Elementwise log-density (with Jacobians) of every basic RV and potential of ``model``.
+
+    Keys are the model variables; values are graphs in terms of the value variables.
+    """
+    rvs = list(model.basic_RVs)
+    logps = model.logp(vars=rvs, sum=False, jacobian=True)
+    out = dict(zip(rvs, logps, strict=True))
+    for pot in model.potentials:
+        out[pot] = model.replace_rvs_by_values([pot])[0]
+    return out
+
+
+def dependent_terms(model: Model, value_var, logps: dict | None = None, exclude=()) -> list:
+    """Model variables whose log-density graph depends on ``value_var``."""
+    logps = term_logps(model) if logps is None else logps
+    return [
+        var
+        for var, logp in logps.items()
+        if var not in exclude and value_var in set(ancestors([logp]))
+    ]
+
+
+def prior_draw_function(model: Model, rvs, compile_kwargs: dict | None = None):
+    """Compile exact draws of ``rvs`` from their priors given the current values of parents.
+
+    Returns ``(fn, rng)``: ``fn(point)`` gives the draws on the sampler's (transformed) scale,
+    and ``rng`` is the shared generator to re-seed from the step's own generator before a call.
+    Each ``rv`` must be a plain :class:`RandomVariable`.
+    """
+    rng = pytensor.shared(np.random.default_rng(0), name="pymc_crp_refresh_rng")
+    outs = []
+    for rv in rvs:
+        node = rv.owner
+        if not isinstance(node.op, RandomVariable):
+            raise TypeError(f"{rv.name} is not a plain RandomVariable")
+        _, size, *params = node.inputs
+        params = model.replace_rvs_by_values(params)
+        draw = node.op.make_node(rng, size, *params).outputs[1]
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is not None:
+            draw = transform.forward(draw, rng, size, *params)
+        outs.append(pt.as_tensor_variable(draw))
+    return compile_point_function(model, outs, compile_kwargs), rng
+
+
+class PointFunction:
+    """A compiled function called with a point (dict of value-variable values).
+
+    Only the values the graph needs are passed, so any point of the model will do.
+    """
+
+    def __init__(self, fn, input_names):
+        self.fn = fn
+        self.input_names = list(input_names)
+
+    def __call__(self, point):
+        return self.fn(*(point[name] for name in self.input_names))
+
+
+def compile_point_function(model: Model, outs, compile_kwargs: dict | None = None):
+    """Compile ``outs`` (graphs of value variables) into a :class:`PointFunction`."""
+    graphs = outs if isinstance(outs, list | tuple) else [outs]
+    inputs = [v for v in explicit_graph_inputs(graphs) if v in set(model.value_vars)]
+    fn = model.compile_fn(outs, inputs=inputs, point_fn=False, **(compile_kwargs or {}))
+    return PointFunction(fn, [v.name for v in inputs])
