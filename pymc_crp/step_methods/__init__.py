@@ -1,5 +1,6 @@
 """Step methods that ``pm.sample`` assigns to the variables of this package's models."""
 
+from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 
-__all__ = ["CRPGibbs"]
+__all__ = ["CRPGibbs", "ConcentrationGibbs", "ConcentrationMetropolis"]
