@@ -28,6 +28,7 @@ from pymc_crp.partition_math import (
     sample_dirichlet_multinomial_labels,
     validate_labels,
 )
+from pymc_crp.registry import register_model
 
 __all__ = ["CRP", "CRPRV", "DirichletMultinomialPartition", "DirichletMultinomialPartitionRV"]
 
@@ -104,8 +105,6 @@ def _validate_observed(kwargs, n_slots: int) -> None:
 
 def _register_current_model() -> None:
     """Remember the model so that step-method competence checks can find it later."""
-    from pymc_crp.step_methods.model_graph import register_model
-
     register_model(pm.modelcontext(None))
 
 

@@ -2,5 +2,17 @@
 
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+from pymc_crp.step_methods.utilities import (
+    HyperparameterMetropolis,
+    UtilityMeanGibbs,
+    UtilityMetropolis,
+)
 
-__all__ = ["CRPGibbs", "ConcentrationGibbs", "ConcentrationMetropolis"]
+__all__ = [
+    "CRPGibbs",
+    "ConcentrationGibbs",
+    "ConcentrationMetropolis",
+    "HyperparameterMetropolis",
+    "UtilityMeanGibbs",
+    "UtilityMetropolis",
+]

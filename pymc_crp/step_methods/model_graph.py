@@ -6,16 +6,15 @@ variables (the sampler's state), so transforms are respected.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.model import Model, modelcontext
+from pymc.model import Model
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_crp.partitions import CRPRV, DirichletMultinomialPartitionRV
+from pymc_crp.registry import find_model, get_role, register_model, set_role
 
 __all__ = [
     "PARTITION_OPS",
@@ -23,6 +22,8 @@ __all__ = [
     "compile_point_function",
     "dependent_terms",
     "find_model",
+    "get_role",
+    "set_role",
     "is_partition_rv",
     "prior_draw_function",
     "register_model",
@@ -30,28 +31,6 @@ __all__ = [
 ]
 
 PARTITION_OPS = (CRPRV, DirichletMultinomialPartitionRV)
-
-# Models in which partition priors were created, so that competence checks (which PyMC
-# calls with a variable only) can find the model even outside a ``with model:`` block.
-_MODELS: weakref.WeakSet[Model] = weakref.WeakSet()
-
-
-def register_model(model: Model) -> None:
-    _MODELS.add(model)
-
-
-def find_model(var) -> Model | None:
-    """The model that holds ``var``: the model on the context stack, else a registered one."""
-    try:
-        model = modelcontext(None)
-        if var in model.basic_RVs:
-            return model
-    except TypeError:
-        pass
-    for model in list(_MODELS):
-        if var in model.basic_RVs:
-            return model
-    return None
 
 
 def is_partition_rv(var) -> bool:

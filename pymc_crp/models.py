@@ -1,0 +1,224 @@
+r"""Ready-made models: partial orders from ranked lists (single and clustered).
+
+Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
+package's step methods automatically (``CRPGibbs`` for the labels, ``UtilityMetropolis`` for
+the utilities, ``UtilityMeanGibbs`` for ``U0``, ``HyperparameterMetropolis`` for ``rho``,
+``tau`` and ``p``, ``ConcentrationGibbs`` for a Gamma concentration).
+
+The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
+re-exported here when available.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pymc_crp.hpo import EquicorrelatedNormal, gumbel_utilities
+from pymc_crp.lists import PartialOrderLists, encode_lists
+from pymc_crp.partitions import CRP, DirichletMultinomialPartition
+from pymc_crp.registry import set_role
+
+__all__ = ["clustered_partial_orders", "partial_order"]
+
+PARTITIONS = ("crp", "dirichlet-multinomial")
+
+
+def _check_common(lists, n_items, n_dims, covariates):
+    if not isinstance(n_items, int | np.integer) or n_items < 2:
+        raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
+    if not isinstance(n_dims, int | np.integer) or n_dims < 1:
+        raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    padded = encode_lists(lists, int(n_items), name="lists")
+    if covariates is not None:
+        covariates = np.asarray(covariates, dtype=float)
+        if covariates.ndim != 2 or covariates.shape[0] != n_items:
+            raise ValueError(
+                f"covariates must have shape (n_items, n_covariates), got {covariates.shape}"
+            )
+        if not np.all(np.isfinite(covariates)):
+            raise ValueError("covariates must be finite")
+    return padded, covariates
+
+
+def _hyperpriors(model, n_dims, noise, rho_prior):
+    """``rho`` (for K > 1) and the noise ``p``; both get the hyperparameter step."""
+    rho = 0.0
+    if n_dims > 1:
+        rho = pm.Beta("rho", *rho_prior)
+        set_role(model, rho, "hyperparameter")
+    if noise is None:
+        p = pm.Beta("p", 1.0, 9.0)
+        set_role(model, p, "hyperparameter")
+    else:
+        if not 0.0 <= float(noise) <= 1.0:
+            raise ValueError(f"noise must be a probability in [0, 1] or None, got {noise!r}")
+        p = float(noise)
+    return rho, p
+
+
+def _order_utilities(utilities, covariates):
+    """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates."""
+    if covariates is None:
+        return utilities
+    beta = pm.Normal("beta", 0.0, 1.0, shape=covariates.shape[1])
+    shift = pt.as_tensor(covariates) @ beta
+    return gumbel_utilities(utilities) + shift[:, None]
+
+
+def partial_order(
+    lists,
+    n_items: int,
+    *,
+    n_dims: int = 2,
+    direction: str = "top-down",
+    noise: float | None = None,
+    rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
+    covariates=None,
+    item_names=None,
+) -> pm.Model:
+    r"""One latent partial order for all lists.
+
+    ``ρ ~ Beta(1, 1/6)``, ``U_j ~ N(0, Σ_ρ)`` (``M × K``), ``p ~ Beta(1, 9)``, and each list a
+    queue-jumping linear extension of the dominance order of ``U`` (or of
+    ``η = G⁻¹(Φ(U)) + xβ``, ``β ~ N(0, 1)``, with item covariates ``x``).
+
+    Parameters
+    ----------
+    lists : list of lists of int
+        Ranked lists of 0-based item indices, best first.
+    n_items : int
+    n_dims : int, default 2
+        ``K``, the number of latent dimensions (``K = 1`` gives Plackett--Luce-like lists).
+    direction : {"top-down", "bottom-up"}
+    noise : float, optional
+        Fix ``p``; by default ``p ~ Beta(1, 9)``.
+    rho_prior : (a, b)
+        Beta prior of ``ρ``.
+    covariates : array (n_items, n_covariates), optional
+    item_names : list of str, optional
+        Coordinates of the ``item`` dimension.
+    """
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates)
+    coords = {
+        "item": list(item_names) if item_names is not None else list(range(n_items)),
+        "dim": list(range(n_dims)),
+        "list": list(range(padded.shape[0])),
+        "position": list(range(padded.shape[1])),
+    }
+    with pm.Model(coords=coords) as model:
+        rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
+        utilities = EquicorrelatedNormal(
+            "U", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
+        )
+        eta = _order_utilities(utilities, covariates)
+        PartialOrderLists(
+            "lists",
+            eta,
+            None,
+            p,
+            direction=direction,
+            n_items=n_items,
+            observed=padded,
+            dims=("list", "position"),
+        )
+    return model
+
+
+def clustered_partial_orders(
+    lists,
+    n_items: int,
+    *,
+    n_dims: int = 2,
+    partition: str = "crp",
+    max_clusters: int = 10,
+    concentration=None,
+    direction: str = "top-down",
+    noise: float | None = None,
+    rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
+    covariates=None,
+    item_names=None,
+) -> pm.Model:
+    r"""Lists from several unknown groups, each with its own partial order (HPO model).
+
+    .. math::
+
+        U0_j \sim N(0, Σ_ρ),\quad U^{(a)}_j \sim N(τ U0_j, (1-τ^2) Σ_ρ),\quad
+        c \sim \mathrm{CRP}(α) \text{ or } \mathrm{DM}(γ),\quad
+        Y_i \sim \mathrm{QJ}(h(U^{(c_i)}), p),
+
+    with ``ρ ~ Beta(1, 1/6)``, ``τ ~ Uniform(0, 1)``, ``p ~ Beta(1, 9)`` and, by default,
+    ``α ~ Gamma(1, 1)`` (CRP, updated by Escobar--West) or ``γ ~ Gamma(1, 1)`` (DM). The
+    label variable is named ``cluster``; slot utilities ``U`` have dims
+    ``(slot, item, dim)``.
+
+    Parameters
+    ----------
+    lists, n_items, n_dims, direction, noise, rho_prior, covariates, item_names
+        As in :func:`partial_order`.
+    partition : {"crp", "dirichlet-multinomial"}
+    max_clusters : int, default 10
+        Number of slots ``L``.
+    concentration : float, optional
+        Fix ``α`` (CRP) or ``γ`` (DM) instead of giving it a Gamma(1, 1) prior.
+    """
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
+    if not isinstance(max_clusters, int | np.integer) or max_clusters < 1:
+        raise ValueError(f"max_clusters must be a positive integer, got {max_clusters!r}")
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates)
+    n_lists = padded.shape[0]
+    coords = {
+        "item": list(item_names) if item_names is not None else list(range(n_items)),
+        "dim": list(range(n_dims)),
+        "slot": list(range(max_clusters)),
+        "list": list(range(n_lists)),
+        "position": list(range(padded.shape[1])),
+    }
+    with pm.Model(coords=coords) as model:
+        rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
+        tau = pm.Uniform("tau", 0.0, 1.0)
+        set_role(model, tau, "hyperparameter")
+        mean_utilities = EquicorrelatedNormal(
+            "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
+        )
+        utilities = EquicorrelatedNormal(
+            "U",
+            mu=tau * mean_utilities,
+            rho=rho,
+            scale=pt.sqrt(1.0 - tau**2),
+            dims=("slot", "item", "dim"),
+        )
+        set_role(model, mean_utilities, "utility_mean", slots=utilities, tau=tau, rho=rho)
+        if concentration is None:
+            name = "alpha" if partition == "crp" else "gamma"
+            concentration = pm.Gamma(name, 1.0, 1.0)
+            if partition != "crp":
+                set_role(model, concentration, "hyperparameter")
+        if partition == "crp":
+            labels = CRP("cluster", concentration, max_clusters=max_clusters, dims="list")
+        else:
+            labels = DirichletMultinomialPartition(
+                "cluster", concentration, n_groups=max_clusters, dims="list"
+            )
+        eta = _order_utilities(utilities, covariates)
+        PartialOrderLists(
+            "lists",
+            eta,
+            labels,
+            p,
+            direction=direction,
+            n_items=n_items,
+            observed=padded,
+            dims=("list", "position"),
+        )
+    return model
+
+
+try:  # the measurement-error mixture builder (optional module)
+    from pymc_crp.models_mixture import measurement_error_mixture  # noqa: F401
+
+    __all__ += ["measurement_error_mixture"]
+except ImportError:  # pragma: no cover
+    pass

@@ -1,0 +1,345 @@
+r"""Step methods for the utilities of partial-order list models.
+
+The list likelihood is piecewise constant in the utilities, so they are updated by
+Metropolis moves that recompute only the lists they touch:
+
+* :class:`UtilityMetropolis` — per slot ``a``, a preconditioned Crank--Nicolson (pCN) move
+  of the whole slot, ``U'_a = m_a + √(1-β²)(U_a - m_a) + β(D_a - m_a)`` with ``D_a`` a draw
+  from the Gaussian prior of ``U_a`` (prior-reversible, so it is accepted with the likelihood
+  ratio of the slot's lists), and random-walk moves of one item's row
+  ``U'_{a,j} = U_{a,j} + σ ε`` (accepted with prior ratio times the likelihood ratio of the
+  slot's lists that contain item ``j``; the others do not change). Empty slots get an exact
+  draw from their prior. ``σ`` and ``β`` are tuned towards acceptance 0.3 during tuning.
+* :class:`UtilityMeanGibbs` — the exact Gibbs update of ``U0`` in the hierarchical model
+  ``U0_j ~ N(0, Σ_ρ)``, ``U^{(a)}_j ~ N(τ U0_j, (1-τ²) Σ_ρ)``, ``a = 1..L``:
+
+  .. math::
+
+      U0_j \mid U, τ, ρ \sim N\Big(c\,\frac{τ}{1-τ^2}\sum_a U^{(a)}_j,\; c\,Σ_ρ\Big),
+      \qquad c = \frac{1-τ^2}{1-τ^2+Lτ^2}.
+
+* :class:`HyperparameterMetropolis` — random-walk Metropolis on a scalar hyperparameter
+  (``ρ``, ``τ``, ``p``) targeting its prior times its children's densities; assigned
+  automatically to the hyperparameters of the models built by :mod:`pymc_crp.models`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.multivariate import MvNormalRV
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.tensor.random.basic import NormalRV
+
+from pymc_crp.hpo import EquicorrelatedNormalRV
+from pymc_crp.lists import PartialOrderListsRV, dominance_orders
+from pymc_crp.posets import list_log_likelihoods_padded, list_log_likelihoods_stacked
+from pymc_crp.step_methods.concentration import ConcentrationMetropolis
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    dependent_terms,
+    find_model,
+    get_role,
+    prior_draw_function,
+    term_logps,
+)
+
+__all__ = ["HyperparameterMetropolis", "UtilityMeanGibbs", "UtilityMetropolis"]
+
+_GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
+_TARGET_ACCEPT = 0.3
+
+
+def _list_children(model, value_var, exclude):
+    """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
+    children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
+    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
+        return None
+    if not all(c in model.observed_RVs for c in children):
+        return None
+    return children
+
+
+class _ListTerm:
+    """One observed PartialOrderLists term: compiled parameters and per-list caches."""
+
+    def __init__(self, model, rv, utility_value, compile_kwargs):
+        _, _, utilities, labels, noise, _, top_down = rv.owner.inputs
+        utilities, labels, noise = model.replace_rvs_by_values([utilities, labels, noise])
+        self.eta_fn = compile_point_function(model, pt.cast(utilities, "float64"), compile_kwargs)
+        self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
+        self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
+        self.top_down = bool(pt.get_underlying_scalar_constant_value(top_down))
+        self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
+        self.lengths = np.sum(self.lists >= 0, axis=1).astype(np.int64)
+        n_items = int(model.rvs_to_values[rv].data.max()) + 1
+        self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
+        rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
+        flat = self.lists.ravel()
+        self.contains[rows[flat >= 0], flat[flat >= 0]] = True
+        self.utility_name = utility_value.name
+
+    def all_logliks(self, point, labels, noise):
+        closed = dominance_orders(self.eta_fn(point))
+        return list_log_likelihoods_stacked(
+            closed, self.lists, self.lengths, labels, noise, self.top_down
+        )
+
+    def slot_logliks(self, point, slot, rows, noise):
+        eta = self.eta_fn(point)
+        closed = dominance_orders(eta[slot] if eta.ndim == 3 else eta)
+        return list_log_likelihoods_padded(
+            closed, self.lists[rows], self.lengths[rows], noise, self.top_down
+        )
+
+
+class UtilityMetropolis(BlockedStep):
+    """Per-slot Metropolis updates of partial-order utilities (see the module docstring).
+
+    Assigned automatically to a Gaussian utility variable (``L × M × K`` slots or ``M × K``)
+    whose only children are observed :class:`~pymc_crp.PartialOrderLists`.
+
+    Parameters
+    ----------
+    vars : the utility variable
+    rw_scale : float, default 0.5
+        Initial random-walk standard deviation ``σ`` of one item's utilities.
+    pcn_step : float, default 0.3
+        Initial pCN step ``β`` in ``(0, 1]``.
+    item_sweeps : int, default 1
+        Random-walk sweeps over the items of each occupied slot per step.
+    tune : bool, default True
+        Adapt ``σ`` and ``β`` towards acceptance 0.3 while PyMC tunes.
+    """
+
+    name = "utility_metropolis"
+    default_blocked = False
+    _state_class = StepMethodState
+    stats_dtypes_shapes = {
+        "utility_rw_accept": (np.float64, []),
+        "utility_pcn_accept": (np.float64, []),
+        "utility_rw_scale": (np.float64, []),
+        "utility_pcn_step": (np.float64, []),
+    }
+
+    def __init__(
+        self,
+        vars,
+        *,
+        rw_scale: float = 0.5,
+        pcn_step: float = 0.3,
+        item_sweeps: int = 1,
+        tune: bool = True,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=False,
+    ):
+        model = modelcontext(model)
+        (value_var,) = get_value_vars_from_user_vars(vars, model)
+        rv = model.values_to_rvs[value_var]
+        children = _list_children(model, value_var, exclude=(rv,))
+        if children is None or model.rvs_to_transforms.get(rv) is not None:
+            raise ValueError(
+                f"UtilityMetropolis needs untransformed utilities whose only children are observed "
+                f"PartialOrderLists; {rv.name} is not"
+            )
+        if not 0 < pcn_step <= 1 or not rw_scale > 0:
+            raise ValueError("need 0 < pcn_step <= 1 and rw_scale > 0")
+        self.vars = [value_var]
+        self.rng = get_random_generator(rng)
+        self.tune = True
+        self.adaptive = bool(tune)
+        self.rw_scale = float(rw_scale)
+        self.pcn_step = float(pcn_step)
+        self.item_sweeps = int(item_sweeps)
+        self._iteration = 0
+        self._name = value_var.name
+        self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
+        self._prior_fn = compile_point_function(
+            model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
+        )
+        self._gaussian = isinstance(rv.owner.op, _GAUSSIAN_OPS)
+        if self._gaussian:
+            mean = pt.broadcast_to(rv.owner.inputs[2], rv.shape)
+            self._mean_fn = compile_point_function(
+                model, model.replace_rvs_by_values([mean])[0], compile_kwargs
+            )
+            self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+
+    def _prior_draw(self, point):
+        self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+        return self._draw_fn(point)[0]
+
+    def step(self, point):
+        point = dict(point)
+        utilities = np.array(point[self._name], dtype=np.float64, copy=True)
+        stacked = utilities.ndim == 3
+        n_slots = utilities.shape[0] if stacked else 1
+        n_items = utilities.shape[-2]
+        point[self._name] = utilities
+        states = []
+        for term in self._terms:
+            labels = term.labels_fn(point) if stacked else np.zeros(term.lists.shape[0], np.int64)
+            noise = float(term.noise_fn(point))
+            states.append((labels, noise, term.all_logliks(point, labels, noise)))
+        occupied = np.zeros(n_slots, dtype=bool)
+        for labels, _, _ in states:
+            occupied[np.unique(labels)] = True
+
+        mean = self._mean_fn(point) if self._gaussian else None
+        draw = self._prior_draw(point) if self._gaussian else None
+        rw_tries = rw_accepts = pcn_tries = pcn_accepts = 0
+        for slot in range(n_slots):
+            index = (slot,) if stacked else ()
+            if self._gaussian and not occupied[slot]:  # exact draw from the prior
+                utilities[index] = draw[index]
+                continue
+            if self._gaussian:
+                beta = self.pcn_step
+                proposal = utilities[index].copy()
+                utilities[index] = (
+                    mean[index]
+                    + math.sqrt(1.0 - beta**2) * (proposal - mean[index])
+                    + beta * (draw[index] - mean[index])
+                )
+                accepted = self._accept_slot(point, states, slot, None, 0.0)
+                if not accepted:
+                    utilities[index] = proposal
+                pcn_tries += 1
+                pcn_accepts += accepted
+            for _ in range(self.item_sweeps):
+                for item in self.rng.permutation(n_items):
+                    row = (*index, item)
+                    old_row = utilities[row].copy()
+                    old_prior = self._prior_fn(point)[row]
+                    utilities[row] = old_row + self.rw_scale * self.rng.standard_normal(
+                        old_row.shape
+                    )
+                    log_prior_ratio = self._prior_fn(point)[row] - old_prior
+                    accepted = self._accept_slot(point, states, slot, item, log_prior_ratio)
+                    if not accepted:
+                        utilities[row] = old_row
+                    rw_tries += 1
+                    rw_accepts += accepted
+        self._iteration += 1
+        if self.tune and self.adaptive:
+            gain = 1.0 / math.sqrt(self._iteration)
+            if rw_tries:
+                self.rw_scale *= math.exp(gain * (rw_accepts / rw_tries - _TARGET_ACCEPT))
+            if pcn_tries:
+                self.pcn_step = min(
+                    1.0,
+                    self.pcn_step * math.exp(gain * (pcn_accepts / pcn_tries - _TARGET_ACCEPT)),
+                )
+        point[self._name] = utilities
+        stats = {
+            "utility_rw_accept": rw_accepts / rw_tries if rw_tries else np.nan,
+            "utility_pcn_accept": pcn_accepts / pcn_tries if pcn_tries else np.nan,
+            "utility_rw_scale": self.rw_scale,
+            "utility_pcn_step": self.pcn_step,
+        }
+        return point, [stats]
+
+    def _accept_slot(self, point, states, slot, item, log_ratio) -> bool:
+        """Metropolis test for a proposal already written into ``point``; caches on accept."""
+        updates = []
+        for term, (labels, noise, logliks) in zip(self._terms, states, strict=True):
+            rows = labels == slot
+            if item is not None:
+                rows &= term.contains[:, item] if item < term.contains.shape[1] else False
+            rows = np.flatnonzero(rows)
+            if rows.size == 0:
+                continue
+            new = term.slot_logliks(point, slot, rows, noise)
+            log_ratio += float(np.sum(new) - np.sum(logliks[rows]))
+            updates.append((logliks, rows, new))
+        if not np.isfinite(log_ratio):
+            accepted = log_ratio > 0
+        else:
+            accepted = math.log(self.rng.random()) < log_ratio
+        if accepted:
+            for logliks, rows, new in updates:
+                logliks[rows] = new
+        return bool(accepted)
+
+    def reset_tuning(self):
+        self._iteration = 0
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        """IDEAL for Gaussian utilities whose only children are observed PartialOrderLists."""
+        model = find_model(var)
+        if model is None or var not in model.free_RVs:
+            return Competence.INCOMPATIBLE
+        if model.rvs_to_transforms.get(var) is not None:
+            return Competence.INCOMPATIBLE
+        if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL
+
+
+class UtilityMeanGibbs(BlockedStep):
+    """Exact Gibbs update of the mean utilities ``U0`` of the hierarchical model.
+
+    Assigned automatically to the ``U0`` of :func:`pymc_crp.models.clustered_partial_orders`
+    (the builder records the structure; see the module docstring for the conditional).
+    """
+
+    name = "utility_mean_gibbs"
+    default_blocked = False
+    _state_class = StepMethodState
+    stats_dtypes_shapes = {}
+
+    def __init__(
+        self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=False
+    ):
+        model = modelcontext(model)
+        (value_var,) = get_value_vars_from_user_vars(vars, model)
+        rv = model.values_to_rvs[value_var]
+        role, info = get_role(rv, model)
+        if role != "utility_mean":
+            raise ValueError(f"{rv.name} was not built as the mean utilities of an HPO model")
+        self.vars = [value_var]
+        self.rng = get_random_generator(rng)
+        self._name = value_var.name
+        graphs = model.replace_rvs_by_values([info["slots"], info["tau"], info["rho"]])
+        self._params_fn = compile_point_function(
+            model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
+        )
+
+    def step(self, point):
+        point = dict(point)
+        slots, tau, rho = self._params_fn(point)
+        n_slots, _, n_dims = slots.shape
+        s2 = 1.0 - tau**2
+        c = s2 / (s2 + n_slots * tau**2)
+        mean = c * tau / s2 * slots.sum(axis=0)
+        eps = self.rng.standard_normal(mean.shape)
+        common = self.rng.standard_normal((*mean.shape[:-1], 1))
+        noise = math.sqrt(c) * (math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common)
+        point[self._name] = mean + noise
+        del n_dims
+        return point, [{}]
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        role, _ = get_role(var)
+        return Competence.IDEAL if role == "utility_mean" else Competence.INCOMPATIBLE
+
+
+class HyperparameterMetropolis(ConcentrationMetropolis):
+    """:class:`~pymc_crp.ConcentrationMetropolis` for the scalar hyperparameters of the
+    models built by :mod:`pymc_crp.models` (``ρ``, ``τ``, ``p``), assigned automatically."""
+
+    name = "hyperparameter_metropolis"
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        role, _ = get_role(var)
+        return Competence.IDEAL if role == "hyperparameter" else Competence.INCOMPATIBLE
