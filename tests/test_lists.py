@@ -81,7 +81,9 @@ def test_prior_predictive_follows_core_likelihood(direction):
     """Simulated lists over a fixed item set have frequencies exp(loglik) (chi-square)."""
     eta = np.array([[3.0, 0.0], [2.0, 2.5], [1.0, 1.0], [0.0, 3.0]])
     items = [[0, 1, 2, 3]] * 4000
-    rv = PartialOrderLists.dist(eta, None, 0.2, item_sets=encode_lists(items, 4), direction=direction)
+    rv = PartialOrderLists.dist(
+        eta, None, 0.2, item_sets=encode_lists(items, 4), direction=direction
+    )
     draws = pm.draw(rv, random_seed=3)
     perms = list(itertools.permutations(range(4)))
     index = {perm: k for k, perm in enumerate(perms)}
@@ -134,9 +136,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="direction"):
         PartialOrderLists.dist(UTILS, LABELS, 0.1, item_sets=encode_lists(LISTS, M), direction="x")
     with pytest.raises(ValueError, match="labels are required"):
-        PartialOrderLists.dist(
-            pt.as_tensor(UTILS), None, 0.1, item_sets=encode_lists(LISTS, M)
-        )
+        PartialOrderLists.dist(pt.as_tensor(UTILS), None, 0.1, item_sets=encode_lists(LISTS, M))
     with pm.Model() as model:
         p = pm.Normal("p", 0.5, 1.0)
         pmc.PartialOrderLists("y", UTILS[0], None, p, observed=LISTS)
