@@ -1,0 +1,165 @@
+"""Model builders: recovery of planted partial orders and clusters from simulated lists."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+import pymc_crp as pmc
+from pymc_crp.consensus import consensus_order
+from pymc_crp.point_estimate import point_estimate_partition
+from pymc_crp.posets import partial_order_from_utilities, sample_list, transitive_reduction
+
+
+def adjusted_rand_index(a, b) -> float:
+    """ARI from the contingency table (Hubert and Arabie, 1985)."""
+    a, b = np.unique(a, return_inverse=True)[1], np.unique(b, return_inverse=True)[1]
+    table = np.zeros((a.max() + 1, b.max() + 1))
+    np.add.at(table, (a, b), 1)
+
+    def pairs(x):
+        return float(np.sum(x * (x - 1) / 2))
+
+    index, rows, cols = pairs(table), pairs(table.sum(1)), pairs(table.sum(0))
+    expected = rows * cols / pairs(np.array([a.size]))
+    return (index - expected) / (0.5 * (rows + cols) - expected)
+
+
+def test_adjusted_rand_index_hand_example():
+    assert adjusted_rand_index([0, 0, 1, 1], [5, 5, 7, 7]) == pytest.approx(1.0)
+    # Hubert-Arabie: labels (0,0,0,1,1,1) vs (0,0,1,1,2,2) -> 0.24242...
+    assert adjusted_rand_index([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]) == pytest.approx(
+        0.2424242424, abs=1e-9
+    )
+
+
+def simulate(orders, n_per, lengths, p, rng):
+    lists, truth = [], []
+    n_items = orders[0].shape[0]
+    for g, adj in enumerate(orders):
+        for _ in range(n_per):
+            items = rng.choice(n_items, size=rng.integers(*lengths), replace=False)
+            lists.append(sample_list(adj, items, p, rng).tolist())
+            truth.append(g)
+    return lists, np.array(truth)
+
+
+def fit_and_check_recovery(n_orders, n_per, n_items, draws, seed, reversed_pair=False):
+    rng = np.random.default_rng(seed)
+    orders = [partial_order_from_utilities(rng.normal(size=(n_items, 2))) for _ in range(n_orders)]
+    if reversed_pair:  # two clearly different orders: one and its reverse
+        orders = [orders[0], orders[0].T]
+    lists, truth = simulate(orders, n_per, (5, min(9, n_items + 1)), 0.05, rng)
+    model = pmc.models.clustered_partial_orders(lists, n_items, n_dims=2, max_clusters=10)
+    with model:
+        idata = pm.sample(
+            draws,
+            tune=draws,
+            chains=2,
+            cores=1,
+            random_seed=2,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    estimate = point_estimate_partition(idata, "cluster")
+    assert len(np.unique(estimate)) == n_orders
+    assert adjusted_rand_index(estimate, truth) >= 0.9
+    k = np.array([[np.unique(r).size for r in chain] for chain in idata.posterior.cluster.values])
+    assert np.bincount(k.ravel()).argmax() == n_orders
+
+
+@pytest.mark.slow
+def test_clustered_model_recovers_three_planted_orders():
+    """Acceptance: 3 planted orders over 10 items, 40 lists each, lengths 5-8, p = 0.05."""
+    fit_and_check_recovery(n_orders=3, n_per=40, n_items=10, draws=600, seed=1)
+
+
+def test_clustered_model_recovers_two_planted_orders():
+    """A smaller version for the default run: an order and its reverse, 20 lists each."""
+    fit_and_check_recovery(n_orders=2, n_per=20, n_items=7, draws=300, seed=5, reversed_pair=True)
+
+
+def test_single_order_recovers_planted_relations():
+    rng = np.random.default_rng(7)
+    utilities = np.array([[3.0, 3.0], [2.0, 2.2], [2.5, 0.5], [1.0, 1.5], [0.0, 0.2], [-1, 1]])
+    planted = partial_order_from_utilities(utilities)
+    lists, _ = simulate([planted], 80, (4, 7), 0.05, rng)
+    model = pmc.models.partial_order(lists, 6, n_dims=2)
+    with model:
+        idata = pm.sample(
+            800,
+            tune=800,
+            chains=2,
+            cores=1,
+            random_seed=3,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    consensus = consensus_order(idata, utilities="U", labels=None)
+    probs = consensus.probabilities[0]
+    off_diagonal = ~np.eye(6, dtype=bool)
+    assert np.all(probs[planted] > 0.9), probs[planted]
+    assert np.all(probs[~planted & off_diagonal] < 0.1), probs[~planted & off_diagonal]
+    np.testing.assert_array_equal(
+        transitive_reduction(consensus.orders[0]), transitive_reduction(planted)
+    )
+    assert float(idata.posterior["p"].mean()) < 0.15
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"partition": "pitman"}, "partition"),
+        ({"max_clusters": 0}, "max_clusters"),
+        ({"n_dims": 0}, "n_dims"),
+        ({"covariates": np.zeros((3, 2))}, "covariates"),
+    ],
+)
+def test_builder_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        pmc.models.clustered_partial_orders([[0, 1], [1, 0]], 4, **kwargs)
+
+
+def test_bad_lists_and_noise():
+    with pytest.raises(ValueError, match="lists"):
+        pmc.models.partial_order([[0, 0, 1]], 3)
+    with pytest.raises(ValueError, match="noise"):
+        pmc.models.partial_order([[0, 1]], 3, noise=1.5)
+
+
+def test_covariates_and_dirichlet_multinomial_build_and_sample():
+    lists = [[0, 1, 2], [2, 1, 0], [0, 2], [1, 2, 0]]
+    x = np.array([[1.0], [0.0], [-1.0]])
+    model = pmc.models.clustered_partial_orders(
+        lists, 3, partition="dirichlet-multinomial", max_clusters=3, covariates=x
+    )
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert model.rvs_to_values[model["cluster"]] in selected[pmc.CRPGibbs]
+    assert model.rvs_to_values[model["U"]] in selected[pmc.UtilityMetropolis]
+    with model:
+        idata = pm.sample(
+            20,
+            tune=20,
+            chains=1,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    assert idata.posterior["beta"].shape == (1, 20, 1)
+
+
+def test_witness_data_and_preflib_reader(tmp_path):
+    data = pmc.datasets.load_witness_lists()
+    assert len(data.lists) == 15 and data.n_items == 16
+    assert data.lists[0] == [1, 3]  # "2 4" in the file, 0-based
+    soi = tmp_path / "toy.soi"
+    soi.write_text(
+        "# FILE NAME: toy.soi\n# NUMBER ALTERNATIVES: 3\n# ALTERNATIVE NAME 1: a\n"
+        "# ALTERNATIVE NAME 2: b\n# ALTERNATIVE NAME 3: c\n2: 1,3\n1: 3,2,1\n"
+    )
+    read = pmc.datasets.read_preflib(soi)
+    assert read.lists == [[0, 2], [0, 2], [2, 1, 0]] and read.item_names == ["a", "b", "c"]
+    toi = tmp_path / "toy.toi"
+    toi.write_text("# NUMBER ALTERNATIVES: 3\n1: 2,{1,3}\n")
+    with pytest.raises(ValueError, match="tie"):
+        pmc.datasets.read_preflib(toi)
+    assert pmc.datasets.read_preflib(toi, ties="truncate").lists == [[1]]
