@@ -101,6 +101,9 @@ STEPS = {
     "metropolis-scaled": lambda m: pmc.ConcentrationMetropolis(
         [m["theta"]], proposal="scaled", scale=0.5
     ),
+    "metropolis-transformed": lambda m: pmc.ConcentrationMetropolis(
+        [m["theta"]], proposal="transformed", scale=0.7
+    ),
 }
 
 
@@ -155,7 +158,8 @@ def test_escobar_west_kernel_leaves_posterior_invariant():
     assert stats.ks_2samp(start, moved).pvalue > 1e-3
 
 
-def test_metropolis_on_discount_matches_quadrature():
+@pytest.mark.parametrize("proposal", ["symmetric", "transformed"])
+def test_metropolis_on_discount_matches_quadrature(proposal):
     """ConcentrationMetropolis on a Pitman--Yor discount (fixed θ) against quadrature."""
     labels = np.array([0, 0, 0, 1, 2, 3, 3, 4, 5, 6])
     sizes = np.bincount(labels)
@@ -173,7 +177,7 @@ def test_metropolis_on_discount_matches_quadrature():
             tune=500,
             chains=2,
             cores=1,
-            step=pmc.ConcentrationMetropolis([d], scale=0.2),
+            step=pmc.ConcentrationMetropolis([d], proposal=proposal, scale=0.2),
             random_seed=5,
             progressbar=False,
             compute_convergence_checks=False,

@@ -198,12 +198,15 @@ class ConcentrationMetropolis(_ScalarStep):
               - \frac{1}{θ^2}\Big)\Big),
 
       and ``θ* <= 0`` is rejected.
+    * ``"transformed"``: a random walk ``v* ~ N(v, s²)`` on the sampler's unconstrained value
+      ``v`` (e.g. the log-odds of a Beta parameter), accepted with the target times the
+      Jacobian ratio ``|dθ/dv|(v*) / |dθ/dv|(v)``; mixes better near a boundary.
 
     Parameters
     ----------
     vars : variable
         The scalar parameter.
-    proposal : {"symmetric", "scaled"}
+    proposal : {"symmetric", "scaled", "transformed"}
     scale : float
         ``s`` or ``κ``; adapted during tuning towards acceptance 0.44 when ``tune=True``.
     tune : bool, default True
@@ -229,8 +232,10 @@ class ConcentrationMetropolis(_ScalarStep):
         compile_kwargs=None,
         blocked=False,
     ):
-        if proposal not in ("symmetric", "scaled"):
-            raise ValueError(f"proposal must be 'symmetric' or 'scaled', got {proposal!r}")
+        if proposal not in ("symmetric", "scaled", "transformed"):
+            raise ValueError(
+                f"proposal must be 'symmetric', 'scaled' or 'transformed', got {proposal!r}"
+            )
         if not (np.isfinite(scale) and scale > 0):
             raise ValueError(f"scale must be a positive number, got {scale!r}")
         model, value_var, rv, theta, to_value = self._setup(vars, model, rng)
@@ -251,6 +256,20 @@ class ConcentrationMetropolis(_ScalarStep):
         self._target_fn = compile_pytensor([theta, *value_inputs], target, **(compile_kwargs or {}))
         self._to_value = compile_pytensor([theta], to_value)
         self._from_value = compile_pytensor([value_var], model.replace_rvs_by_values([rv])[0])
+        self._log_jacobian = None
+        if proposal == "transformed" and self._transform is not None:
+            log_jac = self._transform.log_jac_det(
+                value_var, *model.replace_rvs_by_values(rv.owner.inputs)
+            )
+            jac_inputs = [v for v in explicit_graph_inputs([log_jac]) if v in set(model.value_vars)]
+            self._jacobian_inputs = [v.name for v in jac_inputs if v is not value_var]
+            others = [v for v in jac_inputs if v is not value_var]
+            self._log_jacobian = compile_pytensor([value_var, *others], pt.sum(log_jac))
+
+    def _log_jacobian_at(self, value, point) -> float:
+        if self._log_jacobian is None:
+            return 0.0
+        return float(self._log_jacobian(value, *(point[n] for n in self._jacobian_inputs)))
 
     def _log_target(self, theta, point):
         args = [point[name] for name in self._input_names]
@@ -259,7 +278,14 @@ class ConcentrationMetropolis(_ScalarStep):
     def step(self, point):
         point = dict(point)
         theta = float(self._from_value(point[self._value_name]))
-        if self.proposal == "symmetric":
+        if self.proposal == "transformed":  # random walk on the unconstrained value
+            value = float(point[self._value_name])
+            proposed_value = value + self.scale * self.rng.standard_normal()
+            proposed = float(self._from_value(np.asarray(proposed_value)))
+            log_hastings = self._log_jacobian_at(proposed_value, point) - self._log_jacobian_at(
+                value, point
+            )
+        elif self.proposal == "symmetric":
             proposed = theta + self.scale * self.rng.standard_normal()
             log_hastings = 0.0
         else:
@@ -271,12 +297,14 @@ class ConcentrationMetropolis(_ScalarStep):
                     2.0 * self.scale**2
                 ) * (1.0 / proposed**2 - 1.0 / theta**2)
         accepted = False
-        if self.proposal == "symmetric" or proposed > 0:
+        if self.proposal != "scaled" or proposed > 0:
             log_ratio = (
                 self._log_target(proposed, point) - self._log_target(theta, point) + log_hastings
             )
             accepted = bool(np.isfinite(log_ratio) and math.log(self.rng.random()) < log_ratio)
-        if accepted:
+        if accepted and self.proposal == "transformed":
+            point[self._value_name] = np.asarray(proposed_value, dtype=np.float64)
+        elif accepted:
             point[self._value_name] = np.asarray(self._to_value(proposed), dtype=np.float64)
         if self.tune and self.adaptive:
             self._adapt(accepted)

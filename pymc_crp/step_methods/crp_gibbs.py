@@ -74,8 +74,10 @@ class CRPGibbs(BlockedStep):
         parameters are left to their own step methods (still a valid sampler).
     membership_probs : bool, default False
         Record each observation's conditional label probabilities in the stat
-        ``membership_probs`` (shape ``(N, L)`` per draw) for Rao--Blackwellised membership
-        estimates.
+        ``membership_probs`` for Rao--Blackwellised membership estimates. It is stored
+        flattened, ``(chain, draw, N·L)`` in ``idata.sample_stats`` (PyMC's default trace
+        keeps array stats only as flat vectors); :func:`pymc_crp.membership_probabilities`
+        and :func:`pymc_crp.relabel` read it as ``(N, L)`` per draw.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
 
@@ -103,12 +105,7 @@ class CRPGibbs(BlockedStep):
 
     def __new__(cls, *args, **kwargs):
         if not args and kwargs.get("vars") is None:
-            model = modelcontext(kwargs.get("model"))
-            kwargs["vars"] = [
-                model.rvs_to_values[rv] for rv in model.free_RVs if is_partition_rv(rv)
-            ]
-            if not kwargs["vars"]:
-                raise ValueError("the model has no free CRP or DirichletMultinomialPartition")
+            kwargs["vars"] = _label_value_vars(modelcontext(kwargs.get("model")))
         return super().__new__(cls, *args, **kwargs)
 
     def __init__(
@@ -124,6 +121,8 @@ class CRPGibbs(BlockedStep):
         membership_probs: bool = False,
     ):
         model = modelcontext(model)
+        if vars is None:  # __new__ split the label variables; Python still passes vars=None
+            vars = _label_value_vars(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
         if len(value_vars) != 1:
             raise ValueError("CRPGibbs updates one label variable at a time")
@@ -202,7 +201,7 @@ class CRPGibbs(BlockedStep):
         if self.record_membership:
             self.stats_dtypes_shapes = {
                 **self.stats_dtypes_shapes,
-                "membership_probs": (np.float64, [self._n_obs, self.n_slots]),
+                "membership_probs": (object, None),
             }
             self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
 
@@ -315,7 +314,7 @@ class CRPGibbs(BlockedStep):
             "slots_full": bool(n_full > 0),
             "warning": None,
         }
-        if n_full > 0 and not self._warned:
+        if n_full > 0 and not self._warned and not self.tune:  # truncation after tuning
             self._warned = True
             stats["warning"] = SamplerWarning(
                 WarningType.BAD_PARAMS,
@@ -324,8 +323,8 @@ class CRPGibbs(BlockedStep):
                 "increase max_clusters (the stat 'slots_full' marks the affected draws)",
                 "warning",
             )
-        if self.record_membership:
-            stats["membership_probs"] = probs
+        if self.record_membership:  # flat (N·L,): PyMC's default trace stacks 1-D stats only
+            stats["membership_probs"] = probs.ravel()
         return point, [stats]
 
     def reset_tuning(self):
@@ -351,6 +350,14 @@ class CRPGibbs(BlockedStep):
             return {"n_clusters": stats["n_clusters"]}
 
         return (update_stats,)
+
+
+def _label_value_vars(model) -> list:
+    """Value variables of every free partition-prior variable of ``model``."""
+    found = [model.rvs_to_values[rv] for rv in model.free_RVs if is_partition_rv(rv)]
+    if not found:
+        raise ValueError("the model has no free CRP or DirichletMultinomialPartition")
+    return found
 
 
 def _sum_trailing(logp):

@@ -69,6 +69,7 @@ def prior_draw_function(model: Model, rvs, compile_kwargs: dict | None = None):
     Each ``rv`` must be a plain :class:`RandomVariable`.
     """
     rng = pytensor.shared(np.random.default_rng(0), name="pymc_crp_refresh_rng")
+    next_rng = rng
     outs = []
     for rv in rvs:
         node = rv.owner
@@ -76,10 +77,11 @@ def prior_draw_function(model: Model, rvs, compile_kwargs: dict | None = None):
             raise TypeError(f"{rv.name} is not a plain RandomVariable")
         _, size, *params = node.inputs
         params = model.replace_rvs_by_values(params)
-        draw = node.op.make_node(rng, size, *params).outputs[1]
+        # Thread the generator through the draws so that each one uses fresh randomness.
+        next_rng, draw = node.op.make_node(next_rng, size, *params).outputs
         transform = model.rvs_to_transforms.get(rv)
         if transform is not None:
-            draw = transform.forward(draw, rng, size, *params)
+            draw = transform.forward(draw, next_rng, size, *params)
         outs.append(pt.as_tensor_variable(draw))
     return compile_point_function(model, outs, compile_kwargs), rng
 

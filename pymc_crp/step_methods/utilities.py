@@ -335,9 +335,14 @@ class UtilityMeanGibbs(BlockedStep):
 
 class HyperparameterMetropolis(ConcentrationMetropolis):
     """:class:`~pymc_crp.ConcentrationMetropolis` for the scalar hyperparameters of the
-    models built by :mod:`pymc_crp.models` (``ρ``, ``τ``, ``p``), assigned automatically."""
+    models built by :mod:`pymc_crp.models` (``ρ``, ``τ``, ``p``), assigned automatically.
+
+    Defaults to the random walk on the unconstrained (transformed) scale."""
 
     name = "hyperparameter_metropolis"
+
+    def __init__(self, vars, *, proposal: str = "transformed", scale: float = 0.5, **kwargs):
+        super().__init__(vars, proposal=proposal, scale=scale, **kwargs)
 
     @staticmethod
     def competence(var, has_grad=None):

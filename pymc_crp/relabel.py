@@ -1,0 +1,395 @@
+r"""Relabelling: undo label switching before reading per-slot parameters.
+
+A finite-slot model (``L`` slots, labels ``z^(s) ∈ {0..L-1}^N``, slot parameters ``φ^(s)_a``)
+has a posterior invariant under permutations of the slots, so slot ``a`` of one draw need not
+describe the same cluster as slot ``a`` of another. Relabelling finds for each draw ``s`` a
+permutation ``τ_s`` of ``{0..L-1}`` and replaces
+
+.. math:: z^{(s)}_i \leftarrow τ_s(z^{(s)}_i), \qquad φ^{(s)}_{τ_s(a)} \leftarrow φ^{(s)}_a,
+
+which leaves every label-invariant quantity (the partition, the likelihood) unchanged.
+
+- **ECR** (equivalence-classes representatives; Papastamoulis & Iliopoulos 2010): given a
+  pivot partition ``c*`` (default: the VI point estimate, :func:`pymc_crp.
+  point_estimate_partition`), ``τ_s`` maximises the agreement
+  ``Σ_i 1{τ_s(z^(s)_i) = c*_i}``, an assignment problem on the ``L × L`` table
+  ``n_ab = #{i : z^(s)_i = a, c*_i = b}`` (:func:`scipy.optimize.linear_sum_assignment`).
+- **Stephens** (2000): with per-draw membership probabilities ``p^(s)_{ia}`` (the
+  ``membership_probs`` stat of :class:`pymc_crp.CRPGibbs`, else the one-hot labels), iterate
+  ``Q = mean_s p^(s)∘τ_s^{-1}`` and ``τ_s = argmin_τ Σ_i KL(p^(s)_i ∘ τ^{-1} ‖ Q_i)``, i.e. the
+  assignment problem with cost ``C_ab = -Σ_i p^(s)_{ia} log Q_{ib}``, until no ``τ_s`` changes
+  (started from the ECR solution).
+
+References
+----------
+Stephens, M. (2000). Dealing with label switching in mixture models. *J. R. Stat. Soc. B*
+62(4), 795–809. Papastamoulis, P. & Iliopoulos, G. (2010). An artificial allocations based
+solution to the label switching problem in Bayesian analysis of mixtures of distributions.
+*J. Comput. Graph. Stat.* 19(2), 313–331.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from numbers import Integral
+
+import arviz as az
+import numpy as np
+import xarray as xr
+from scipy.optimize import linear_sum_assignment
+
+from pymc_crp.diagnostics import _posterior_var, label_draws
+from pymc_crp.point_estimate import point_estimate_partition
+
+__all__ = [
+    "ecr_permutations",
+    "membership_probabilities",
+    "relabel",
+    "stephens_permutations",
+]
+
+_METHODS = ("ecr", "stephens")
+_LOG_FLOOR = 1e-12
+
+
+def ecr_permutations(labels, pivot, n_slots: int) -> np.ndarray:
+    """ECR slot permutations: ``perm[s, a]`` is the new slot of old slot ``a`` in draw ``s``.
+
+    ``perm[s]`` maximises ``Σ_i 1{perm[s, labels[s, i]] = pivot[i]}``.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (S, N)
+        Slot labels in ``0..n_slots-1``.
+    pivot : array_like of int, shape (N,)
+        Pivot partition with labels in ``0..n_slots-1``.
+    n_slots : int
+    """
+    z = label_draws(labels, name="labels")
+    piv = _check_pivot(pivot, z.shape[1], n_slots)
+    if z.max() >= n_slots:
+        raise ValueError(f"labels must lie in 0..{n_slots - 1}, found {z.max()}")
+    n_draws = z.shape[0]
+    flat = (np.arange(n_draws)[:, None] * n_slots + z) * n_slots + piv[None, :]
+    counts = np.bincount(flat.ravel(), minlength=n_draws * n_slots * n_slots)
+    counts = counts.reshape(n_draws, n_slots, n_slots)
+    perm = np.empty((n_draws, n_slots), dtype=np.int64)
+    for s in range(n_draws):
+        rows, cols = linear_sum_assignment(counts[s], maximize=True)
+        perm[s, rows] = cols
+    return perm
+
+
+def stephens_permutations(probs, init=None, *, max_iter: int = 100, chunk: int = 256):
+    """Stephens' (2000) KL relabelling of per-draw membership probabilities.
+
+    Parameters
+    ----------
+    probs : array_like of float, shape (S, N, L)
+        ``probs[s, i, a]``: probability that item ``i`` is in slot ``a`` at draw ``s``.
+    init : array_like of int, shape (S, L), optional
+        Starting permutations (default identity).
+    max_iter : int, default 100
+    chunk : int, default 256
+        Draws processed at a time (bounds memory).
+
+    Returns
+    -------
+    perm : numpy.ndarray of int64, shape (S, L)
+        ``perm[s, a]``: the new slot of old slot ``a``.
+    n_iter : int
+        Iterations until no permutation changed (``max_iter`` if not converged).
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 3:
+        raise ValueError(f"probs must have shape (S, N, L), got {p.shape}")
+    if not np.all(np.isfinite(p)) or p.min() < 0:
+        raise ValueError("probs must be finite and non-negative")
+    n_draws, n_items, n_slots = p.shape
+    perm = np.tile(np.arange(n_slots), (n_draws, 1)) if init is None else np.array(init)
+    if perm.shape != (n_draws, n_slots):
+        raise ValueError(f"init must have shape {(n_draws, n_slots)}, got {perm.shape}")
+    for it in range(1, max_iter + 1):
+        q = np.zeros((n_items, n_slots))
+        for lo in range(0, n_draws, chunk):
+            inv = np.argsort(perm[lo : lo + chunk], axis=1)
+            q += np.take_along_axis(p[lo : lo + chunk], inv[:, None, :], axis=2).sum(axis=0)
+        log_q = np.log(np.maximum(q / n_draws, _LOG_FLOOR))
+        new = np.empty_like(perm)
+        for lo in range(0, n_draws, chunk):
+            cost = -np.einsum("sia,ib->sab", p[lo : lo + chunk], log_q)
+            for j, c in enumerate(cost):
+                rows, cols = linear_sum_assignment(c)
+                new[lo + j, rows] = cols
+        if np.array_equal(new, perm):
+            return perm, it
+        perm = new
+    return perm, max_iter
+
+
+def _check_pivot(pivot, n_items: int, n_slots: int) -> np.ndarray:
+    piv = np.asarray(pivot)
+    if piv.ndim != 1 or piv.shape[0] != n_items:
+        raise ValueError(f"pivot must be a label vector of length {n_items}, got shape {piv.shape}")
+    piv = label_draws(piv[None, :], name="pivot")[0]
+    if piv.max() >= n_slots:
+        raise ValueError(
+            f"pivot must use at most {n_slots} clusters labelled 0..{n_slots - 1}, "
+            f"found label {piv.max()}"
+        )
+    return piv
+
+
+def _sample_dims(da: xr.DataArray, name: str):
+    if da.dims[:2] != ("chain", "draw"):
+        raise ValueError(f"{name} must have dims (chain, draw, ...), got {da.dims}")
+
+
+def _slot_axis(da: xr.DataArray, name: str, n_slots: int, slot_dims) -> int:
+    if slot_dims is not None and name in slot_dims:
+        dim = slot_dims[name]
+        if dim not in da.dims[2:]:
+            raise ValueError(f"slot_dims[{name!r}] = {dim!r} is not a dimension of {da.dims}")
+        axis = da.dims.index(dim)
+        if da.shape[axis] != n_slots:
+            raise ValueError(
+                f"slot dimension {dim!r} of {name!r} has length {da.shape[axis]}, not {n_slots}"
+            )
+        return axis
+    for axis in range(2, da.ndim):
+        if da.shape[axis] == n_slots:
+            return axis
+    raise ValueError(
+        f"parameter {name!r} with dims {da.dims} and shape {da.shape} has no axis of length "
+        f"{n_slots} (the number of slots); pass slot_dims={{{name!r}: dim}} or n_slots"
+    )
+
+
+def _permute_axis(values: np.ndarray, inv: np.ndarray, axis: int) -> np.ndarray:
+    """``out[c, d, ..., b, ...] = values[c, d, ..., inv[c, d, b], ...]`` along ``axis``."""
+    shape = [1] * values.ndim
+    shape[0], shape[1], shape[axis] = inv.shape
+    return np.take_along_axis(values, inv.reshape(shape), axis=axis)
+
+
+def _infer_n_slots(idata, z, params, n_slots, membership_var) -> int:
+    if n_slots is not None:
+        if isinstance(n_slots, bool) or not isinstance(n_slots, Integral) or n_slots < 1:
+            raise ValueError(f"n_slots must be a positive integer, got {n_slots!r}")
+        return int(n_slots)
+    member = _membership_stat(idata, membership_var, None, n_items=z.shape[-1])
+    if member is not None:
+        return int(member.shape[-1])
+    if params:
+        da = idata.posterior[params[0]]
+        _sample_dims(da, params[0])
+        if da.ndim > 2 and da.shape[2] > z.max():
+            return int(da.shape[2])
+    return int(z.max()) + 1
+
+
+def _prepare(idata, var_name, params, method, pivot, n_slots, membership_var):
+    if not isinstance(idata, az.InferenceData):
+        raise TypeError(f"idata must be an arviz.InferenceData, got {type(idata).__name__}")
+    if not isinstance(method, str) or method.lower() not in _METHODS:
+        raise ValueError(f"method must be 'ecr' or 'stephens', got {method!r}")
+    if isinstance(params, str) or not isinstance(params, Sequence):
+        raise TypeError(f"params must be a list of posterior variable names, got {params!r}")
+    for name in params:
+        if name not in idata.posterior.data_vars:
+            raise ValueError(f"params: {name!r} is not a posterior variable")
+    z_da = _posterior_var(idata, var_name, "idata")
+    _sample_dims(z_da, var_name)
+    z = label_draws(z_da, name=var_name, flatten=False)
+    if z.ndim != 3:
+        raise ValueError(f"{var_name!r} must have dims (chain, draw, N), got {z_da.dims}")
+    n_slots = _infer_n_slots(idata, z, list(params), n_slots, membership_var)
+    if z.max() >= n_slots:
+        raise ValueError(f"labels of {var_name!r} exceed n_slots={n_slots}")
+    flat = z.reshape(-1, z.shape[-1])
+    if pivot is None:
+        pivot = point_estimate_partition(flat, loss="VI", max_clusters=n_slots)
+    pivot = _check_pivot(pivot, flat.shape[1], n_slots)
+    return z_da, z, flat, n_slots, pivot
+
+
+def _membership_stat(idata, membership_var, shape, n_items=None):
+    """The membership stat as ``(chain, draw, N, L)``.
+
+    :class:`pymc_crp.CRPGibbs` records it flattened per draw, ``(chain, draw, N·L)``,
+    because PyMC's default trace stores array-valued stats only as flat vectors.
+    """
+    if not membership_var or "sample_stats" not in idata.groups():
+        return None
+    if membership_var not in idata.sample_stats:
+        return None
+    da = idata.sample_stats[membership_var]
+    n_items = shape[2] if shape is not None else n_items
+    if da.ndim == 3 and n_items and da.shape[-1] % n_items == 0:
+        n_chains, n_draws, flat = da.shape
+        da = xr.DataArray(
+            np.asarray(da.values, dtype=float).reshape(n_chains, n_draws, n_items, -1),
+            dims=("chain", "draw", f"{membership_var}_obs", f"{membership_var}_slot"),
+            coords={"chain": da.chain, "draw": da.draw},
+        )
+        del flat
+    if shape is None:
+        return da
+    if da.shape != shape:
+        raise ValueError(
+            f"sample_stats[{membership_var!r}] has shape {da.shape}, expected {shape} "
+            "(chain, draw, N, n_slots)"
+        )
+    return da
+
+
+def relabel(
+    idata: az.InferenceData,
+    var_name: str,
+    params: Sequence[str] = (),
+    *,
+    method: str = "ecr",
+    pivot=None,
+    n_slots: int | None = None,
+    slot_dims: Mapping[str, str] | None = None,
+    membership_var: str | None = "membership_probs",
+    max_iter: int = 100,
+) -> az.InferenceData:
+    r"""Undo label switching: permute the slots of each draw consistently across draws.
+
+    For each draw ``s`` a slot permutation ``τ_s`` is found (see the module docstring for
+    ECR and Stephens) and applied to the labels, ``z_i ← τ_s(z_i)``, to the slot axis of each
+    parameter in ``params``, ``φ_{τ_s(a)} ← φ_a``, and to the last axis of the
+    ``membership_probs`` stat. After ECR, slot ``k < K`` holds the cluster that best matches
+    cluster ``k`` of the pivot.
+
+    **Permuted axis**: for each parameter, the dimension ``slot_dims[name]`` if given, else
+    the first dimension after ``(chain, draw)`` whose length is the number of slots ``L``.
+    Other variables are copied unchanged (permute them yourself with the stored
+    permutations if they are slot-indexed).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    var_name : str
+        Label variable, dims ``(chain, draw, N)``.
+    params : list of str
+        Slot-indexed posterior variables to permute.
+    method : {"ecr", "stephens"}
+    pivot : array_like of int, shape (N,), optional
+        Pivot partition for ECR (and Stephens' start); default the VI point estimate with at
+        most ``L`` clusters.
+    n_slots : int, optional
+        ``L``; default the last axis of ``membership_probs``, else the first non-sample
+        axis of the first parameter, else ``max label + 1``.
+    slot_dims : mapping of str to str, optional
+        Slot dimension name of each parameter.
+    membership_var : str or None, default "membership_probs"
+        Sample stat with per-draw membership probabilities ``(chain, draw, N, L)``.
+    max_iter : int, default 100
+        Iterations of Stephens' algorithm.
+
+    Returns
+    -------
+    arviz.InferenceData
+        A new object (the input is unchanged) with relabelled ``var_name`` and ``params``,
+        the relabelled membership stat, and the stat ``{var_name}_permutation``
+        ``(chain, draw, slot)``: ``τ_s(a)``, the new slot of old slot ``a``.
+    """
+    z_da, z, flat, n_slots, pivot = _prepare(
+        idata, var_name, params, method, pivot, n_slots, membership_var
+    )
+    n_chains, n_draws, n_items = z.shape
+    perm = ecr_permutations(flat, pivot, n_slots)
+    member = _membership_stat(idata, membership_var, (n_chains, n_draws, n_items, n_slots))
+    if method.lower() == "stephens":
+        if member is not None:
+            probs = member.values.reshape(-1, n_items, n_slots)
+        else:
+            probs = np.zeros((flat.shape[0], n_items, n_slots))
+            np.put_along_axis(probs, flat[:, :, None], 1.0, axis=2)
+        perm, _ = stephens_permutations(probs, perm, max_iter=max_iter)
+    perm = perm.reshape(n_chains, n_draws, n_slots)
+    inv = np.argsort(perm, axis=-1)
+
+    posterior = idata.posterior.copy()
+    posterior[var_name] = z_da.copy(data=np.take_along_axis(perm, z, axis=-1))
+    for name in params:
+        da = idata.posterior[name]
+        _sample_dims(da, name)
+        axis = _slot_axis(da, name, n_slots, slot_dims)
+        posterior[name] = da.copy(data=_permute_axis(da.values, inv, axis))
+    groups = {g: idata[g] for g in idata.groups()}
+    groups["posterior"] = posterior
+    stats = idata.sample_stats.copy() if "sample_stats" in idata.groups() else xr.Dataset()
+    if member is not None:
+        stats[membership_var] = member.copy(data=_permute_axis(member.values, inv, 3))
+    stats[f"{var_name}_permutation"] = xr.DataArray(
+        perm,
+        dims=("chain", "draw", f"{var_name}_slot"),
+        coords={d: z_da.coords[d] for d in ("chain", "draw") if d in z_da.coords},
+    )
+    groups["sample_stats"] = stats
+    return az.InferenceData(**groups)
+
+
+def membership_probabilities(
+    idata: az.InferenceData,
+    var_name: str,
+    *,
+    method: str | None = "ecr",
+    pivot=None,
+    n_slots: int | None = None,
+    membership_var: str | None = "membership_probs",
+    rao_blackwell: bool = True,
+) -> np.ndarray:
+    r"""Posterior membership probabilities ``P(z_i = k | Y)`` after relabelling.
+
+    Rao--Blackwellised when the per-draw conditional probabilities are recorded
+    (``membership_probs`` of :class:`pymc_crp.CRPGibbs`),
+    ``\hat P_{ik} = (1/S) Σ_s P(z_i = τ_s^{-1}(k) | ·)^{(s)}``; otherwise the relabelled
+    label frequencies ``(1/S) Σ_s 1{τ_s(z^(s)_i) = k}``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+    var_name : str
+        Label variable.
+    method : {"ecr", "stephens"} or None, default "ecr"
+        Relabelling (see :func:`relabel`); ``None`` if ``idata`` is already relabelled.
+    pivot, n_slots, membership_var
+        As in :func:`relabel`.
+    rao_blackwell : bool, default True
+        Use ``membership_probs`` when present.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (N, K)
+        Rows sum to 1. Column ``k < K*`` is cluster ``k`` of the pivot; trailing slots that
+        never receive probability are dropped (``K <= L``).
+    """
+    if method is not None:
+        idata = relabel(
+            idata,
+            var_name,
+            method=method,
+            pivot=pivot,
+            n_slots=n_slots,
+            membership_var=membership_var,
+        )
+    z = label_draws(idata, var_name, name="idata")
+    n_draws, n_items = z.shape
+    member = None
+    if rao_blackwell and membership_var and "sample_stats" in idata.groups():
+        if membership_var in idata.sample_stats:
+            member = np.asarray(idata.sample_stats[membership_var].values, dtype=np.float64)
+    if member is not None:
+        probs = member.reshape(-1, n_items, member.shape[-1]).mean(axis=0)
+        probs /= probs.sum(axis=1, keepdims=True)
+    else:
+        n_cols = int(z.max()) + 1 if n_slots is None else int(n_slots)
+        flat = np.arange(n_items)[None, :] * n_cols + z
+        probs = np.bincount(flat.ravel(), minlength=n_items * n_cols).reshape(n_items, n_cols)
+        probs = probs / n_draws
+    used = np.flatnonzero(probs.sum(axis=0) > 0)
+    return probs[:, : used.max() + 1] if used.size else probs
