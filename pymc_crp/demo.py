@@ -100,8 +100,10 @@ def main(argv=None) -> az.InferenceData:
     axes = pmc.plot_n_clusters(idata, "cluster")
     np.ravel(axes)[0].figure.savefig(out / "n_clusters.png", dpi=120)
     plt.close("all")
-    print(f"\nPlots written to {out.resolve()}/ (consensus_orders.png, similarity.png, "
-          "n_clusters.png)")
+    print(
+        f"\nPlots written to {out.resolve()}/ (consensus_orders.png, similarity.png, "
+        "n_clusters.png)"
+    )
     return idata
 
 
