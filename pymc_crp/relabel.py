@@ -380,9 +380,10 @@ def membership_probabilities(
     z = label_draws(idata, var_name, name="idata")
     n_draws, n_items = z.shape
     member = None
-    if rao_blackwell and membership_var and "sample_stats" in idata.groups():
-        if membership_var in idata.sample_stats:
-            member = np.asarray(idata.sample_stats[membership_var].values, dtype=np.float64)
+    if rao_blackwell:
+        stat = _membership_stat(idata, membership_var, None, n_items=n_items)
+        if stat is not None:
+            member = np.asarray(stat.values, dtype=np.float64)
     if member is not None:
         probs = member.reshape(-1, n_items, member.shape[-1]).mean(axis=0)
         probs /= probs.sum(axis=1, keepdims=True)
