@@ -2,7 +2,9 @@
 
 The pure numeric core of the hierarchical partial-order (HPO) model (DESIGN.md
 section 5); no PyMC or PyTensor here. The compiled kernels live in
-:mod:`pymc_crp._linext`.
+:mod:`pymc_crp._linext` (cached on disk after the first compilation), input checks in
+:mod:`pymc_crp._poset_validation` and example orders in :mod:`pymc_crp.poset_examples`;
+all public names are importable from here.
 
 Conventions
 -----------
@@ -21,13 +23,32 @@ at most 128 items (the batched likelihood needs ``M <= 128``).
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Sequence
 
 import numpy as np
-from scipy.sparse.csgraph import connected_components
 
 from pymc_crp import _linext
+from pymc_crp import _linext_tables as _tables
+from pymc_crp._poset_validation import (
+    _check_max_states,
+    _check_size,
+    _kernel_array,
+    _restrict,
+    _square_bool,  # noqa: F401  (kept importable from here)
+    _validate_direction,
+    _validate_rng,
+    transitive_closure,
+    validate_partial_order,
+    validate_probability,
+    validate_ranking,
+    validate_rankings,
+)
+from pymc_crp.poset_examples import (
+    antichain_order,
+    chain_order,
+    crown_order,
+    grid_order,
+    random_two_dimensional_order,
+)
 
 __all__ = [
     "DEFAULT_MAX_STATES",
@@ -58,233 +79,11 @@ __all__ = [
 DEFAULT_MAX_STATES = 20_000_000
 """Default limit on memoised sets (about 50 bytes each) before giving up."""
 
-MAX_ITEMS = _linext.MAX_KERNEL_ITEMS
-_DIRECTIONS = ("top-down", "bottom-up")
+MAX_ITEMS = _tables.MAX_KERNEL_ITEMS
 
 
 class LinearExtensionLimitError(ValueError):
     """A linear-extension computation would exceed its state (memory/time) limit."""
-
-
-# ----------------------------------------------------------------------------------
-# Validation
-
-
-def validate_partial_order(adj, name: str = "adj") -> np.ndarray:
-    """Check that ``adj`` is a strict partial order and return its transitive closure.
-
-    Parameters
-    ----------
-    adj : array_like of bool, shape (M, M)
-        ``adj[i, j]`` True iff item ``i`` is above item ``j``.
-    name : str
-        Argument name used in error messages.
-
-    Returns
-    -------
-    numpy.ndarray of bool, shape (M, M)
-        The transitive closure ``adj⁺`` (a new array).
-
-    Raises
-    ------
-    ValueError
-        If ``adj`` is not a square boolean matrix, is reflexive somewhere
-        (``adj[i, i]`` True) or has a cycle (``adj⁺[i, i]`` True).
-    """
-    closed = transitive_closure(adj, name=name)
-    arr = np.asarray(adj)
-    diag = np.flatnonzero(np.diagonal(arr))
-    if diag.size:
-        i = int(diag[0])
-        raise ValueError(
-            f"{name}[{i}, {i}] is True: a strict partial order is irreflexive "
-            f"(an item is never above itself)"
-        )
-    cyc = np.flatnonzero(np.diagonal(closed))
-    if cyc.size:
-        raise ValueError(
-            f"{name} has a cycle through item {int(cyc[0])}: it is not a partial order"
-        )
-    return closed
-
-
-def validate_probability(p, name: str = "p") -> float:
-    """Return ``p`` as a float after checking that it is a finite number in [0, 1]."""
-    if isinstance(p, bool | np.bool_) or not isinstance(p, numbers.Real | np.ndarray):
-        raise ValueError(f"{name} must be a real number in [0, 1], got {p!r}")
-    arr = np.asarray(p)
-    if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number):
-        raise ValueError(f"{name} must be a real scalar in [0, 1], got {p!r}")
-    value = float(arr)
-    if not np.isfinite(value) or value < 0.0 or value > 1.0:
-        raise ValueError(f"{name} must be a finite probability in [0, 1], got {value!r}")
-    return value
-
-
-def _validate_direction(direction) -> bool:
-    """True for "top-down", False for "bottom-up"."""
-    if direction not in _DIRECTIONS:
-        raise ValueError(f"direction must be 'top-down' or 'bottom-up', got {direction!r}")
-    return direction == "top-down"
-
-
-def _validate_rng(rng, name: str = "rng") -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"{name} must be a numpy.random.Generator, got {type(rng).__name__}")
-    return rng
-
-
-def _check_integers(values: np.ndarray, raw, name: str) -> np.ndarray:
-    if values.dtype == object:
-        for v in values.ravel():
-            if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral):
-                raise ValueError(f"{name} contains non-integer value {v!r}")
-        return values.astype(np.int64)
-    if values.dtype == np.bool_ or not np.issubdtype(values.dtype, np.integer):
-        if values.size == 0 and not isinstance(raw, np.ndarray):
-            return values.astype(np.int64)
-        bad = values.ravel()[0] if values.size else raw
-        raise ValueError(f"{name} must contain integers, got {values.dtype} value {bad!r}")
-    return values.astype(np.int64, copy=False)
-
-
-def validate_ranking(ranking, n_items: int, name: str = "ranking", allow_empty=False):
-    """Check one ranking (distinct integer items in ``0..n_items-1``) and return it.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (m,)
-
-    Raises
-    ------
-    ValueError
-        Naming ``name`` if the ranking is not one-dimensional, is empty (unless
-        ``allow_empty``), holds non-integers, items outside ``0..n_items-1`` or repeats.
-    """
-    if isinstance(ranking, list | tuple):
-        for v in ranking:
-            if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral):
-                if isinstance(v, list | tuple | np.ndarray):
-                    break  # a nested sequence: reported as not one-dimensional below
-                raise ValueError(f"{name} contains non-integer value {v!r}")
-    try:
-        values = np.asarray(ranking)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{name} must be a sequence of integers: {err}") from None
-    if values.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}")
-    values = _check_integers(values, ranking, name)
-    if values.size == 0 and not allow_empty:
-        raise ValueError(f"{name} is empty")
-    bad = (values < 0) | (values >= n_items)
-    if bad.any():
-        v = int(values[np.argmax(bad)])
-        raise ValueError(f"{name} contains item {v} outside 0..{n_items - 1}")
-    if values.size:
-        counts = np.bincount(values, minlength=n_items)
-        if counts.max() > 1:
-            raise ValueError(f"{name} repeats item {int(np.argmax(counts > 1))}")
-    return values
-
-
-def validate_rankings(lists, n_items: int, name: str = "lists"):
-    """Check many rankings and return them padded.
-
-    Parameters
-    ----------
-    lists : sequence of sequences of int, or int array (n_lists, max_len)
-        The rankings, best first; an array is padded at the end of each row with -1.
-    n_items : int
-        Number of items ``M``; items must lie in ``0..M-1``.
-    name : str
-        Argument name used in error messages (``"lists[3] repeats item 5"``).
-
-    Returns
-    -------
-    padded : numpy.ndarray of int64, shape (n_lists, max_len)
-        Rankings padded with -1.
-    lengths : numpy.ndarray of int64, shape (n_lists,)
-    """
-    if isinstance(lists, np.ndarray):
-        if lists.ndim != 2:
-            raise ValueError(f"{name} as an array must be 2-D (n_lists, max_len) padded with -1")
-        if lists.shape[0] == 0:
-            raise ValueError(f"{name} holds no lists")
-        padded = _check_integers(lists, lists, name).copy()
-        pad = padded == -1
-        lengths = (~pad).sum(axis=1).astype(np.int64)
-        cols = np.arange(padded.shape[1])
-        misplaced = pad & (cols[None, :] < lengths[:, None])
-        rows = np.flatnonzero(misplaced.any(axis=1))
-        if rows.size:
-            raise ValueError(f"{name}[{int(rows[0])}] has -1 padding before the end of the list")
-        rankings = padded
-    else:
-        if isinstance(lists, str | bytes) or not isinstance(lists, Sequence):
-            raise ValueError(f"{name} must be a list of integer sequences or a padded array")
-        rankings = list(lists)
-        if not rankings:
-            raise ValueError(f"{name} holds no lists")
-        padded, lengths = _pad_fast(rankings)
-        if padded is None:  # something unusual: check list by list for the message
-            for i, r in enumerate(rankings):
-                validate_ranking(r, n_items, f"{name}[{i}]")
-            padded, lengths = _pad_checked(rankings, n_items, name)
-    # Vectorised checks; the first offending list is re-checked alone for the message.
-    cols = np.arange(padded.shape[1])
-    valid = cols[None, :] < lengths[:, None]
-    bad = (lengths == 0) | np.any(valid & ((padded < 0) | (padded >= n_items)), axis=1)
-    keys = np.sort(np.where(valid, padded, -1 - cols[None, :]), axis=1)
-    bad |= np.any((keys[:, 1:] == keys[:, :-1]) & (keys[:, 1:] >= 0), axis=1)
-    rows = np.flatnonzero(bad)
-    if rows.size:
-        i = int(rows[0])
-        validate_ranking(rankings[i][: lengths[i]], n_items, f"{name}[{i}]")
-        raise AssertionError("unreachable: the list should have failed validation")
-    return padded, lengths
-
-
-def _pad_fast(rankings):
-    """Pad lists of plain integers quickly; ``(None, None)`` if anything is unusual."""
-    try:
-        lengths = np.array([len(r) for r in rankings], dtype=np.int64)
-        flat = [v for r in rankings for v in r]
-    except TypeError:
-        return None, None
-    for t in set(map(type, flat)):
-        if issubclass(t, bool | np.bool_) or not issubclass(t, numbers.Integral):
-            return None, None
-    values = np.array(flat, dtype=np.int64)
-    padded = np.full((len(rankings), max(int(lengths.max()), 1)), -1, dtype=np.int64)
-    valid = np.arange(padded.shape[1])[None, :] < lengths[:, None]
-    padded[valid] = values
-    return padded, lengths
-
-
-def _pad_checked(rankings, n_items, name):
-    checked = [validate_ranking(r, n_items, f"{name}[{i}]") for i, r in enumerate(rankings)]
-    lengths = np.array([r.size for r in checked], dtype=np.int64)
-    padded = np.full((len(checked), max(int(lengths.max()), 1)), -1, dtype=np.int64)
-    for i, r in enumerate(checked):
-        padded[i, : r.size] = r
-    return padded, lengths
-
-
-def _square_bool(adj, name: str) -> np.ndarray:
-    arr = np.asarray(adj)
-    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise ValueError(f"{name} must be a square (M, M) matrix, got shape {arr.shape}")
-    if arr.dtype != np.bool_:
-        raise ValueError(f"{name} must be a boolean matrix, got dtype {arr.dtype}")
-    return arr
-
-
-def _restrict(closed: np.ndarray, items, name: str = "items"):
-    """``(sub_order, items)`` for the suborder on ``items`` (default all)."""
-    if items is None:
-        return closed, np.arange(closed.shape[0])
-    idx = validate_ranking(items, closed.shape[0], name, allow_empty=True)
-    return closed[np.ix_(idx, idx)], idx
 
 
 # ----------------------------------------------------------------------------------
@@ -317,24 +116,6 @@ def partial_order_from_utilities(eta) -> np.ndarray:
     return np.all(arr[..., :, None, :] > arr[..., None, :, :], axis=-1)
 
 
-def transitive_closure(adj, name: str = "adj") -> np.ndarray:
-    """Transitive closure ``adj⁺`` of a square boolean relation.
-
-    ``adj⁺[i, j]`` is True iff there is a path ``i = k_0 ≻ k_1 ≻ ... ≻ k_r = j``
-    with ``r >= 1``; computed by repeated squaring ``R ← R ∨ (R·R > 0)``.
-    """
-    closed = _square_bool(adj, name).copy()
-    m = closed.shape[0]
-    if m == 0:
-        return closed
-    while True:
-        f = closed.astype(np.float32)
-        nxt = closed | ((f @ f) > 0)
-        if np.array_equal(nxt, closed):
-            return closed
-        closed = nxt
-
-
 def transitive_reduction(adj) -> np.ndarray:
     """Transitive reduction (Hasse diagram) of a partial order.
 
@@ -363,6 +144,8 @@ def is_linear_extension(adj, ranking) -> bool:
 
 
 def _components(closed: np.ndarray) -> list[np.ndarray]:
+    from scipy.sparse.csgraph import connected_components  # only for orders above 128 items
+
     n_comp, labels = connected_components(closed | closed.T, directed=False)
     return [np.flatnonzero(labels == c) for c in range(n_comp)]
 
@@ -380,32 +163,23 @@ def _limit_error(n_items: int, max_states: int) -> LinearExtensionLimitError:
     )
 
 
-def _check_max_states(max_states) -> int:
-    if isinstance(max_states, bool) or not isinstance(max_states, numbers.Integral):
-        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
-    if max_states < 1:
-        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
-    return int(max_states)
-
-
 def _kernel_count(closed: np.ndarray, exact: bool, max_states: int):
     """``C`` of a closed order with at most 128 items: an int if ``exact`` else a float."""
     n = closed.shape[0]
     if exact:
-        sizes = _linext.chain_partition_sizes(closed)
+        sizes = _tables.chain_partition_sizes(closed)
         log2_bound = (math.lgamma(n + 1) - sum(math.lgamma(s + 1) for s in sizes)) / math.log(2)
-        primes, binom_r = _linext.residue_tables(_linext.primes_needed(log2_bound))
+        primes, binom_r = _tables.residue_tables(_tables.primes_needed(log2_bound))
     else:
-        primes = np.empty(0, dtype=np.uint64)
-        binom_r = np.empty((0, 1, 1), dtype=np.uint64)
+        primes, binom_r = _tables.no_residues()
     f, residues, _, exceeded = _linext.count_kernel(
-        np.ascontiguousarray(closed), primes, _linext.float_binomials(), binom_r, max_states
+        _tables.relation_words(closed), primes, _tables.float_binomials(), binom_r, int(max_states)
     )
     if exceeded:
         raise _limit_error(n, max_states)
     if not exact:
         return f
-    value = _linext.crt(residues, primes)
+    value = _tables.crt(residues, primes)
     if abs(value - int(f)) * 10**9 > value:
         raise RuntimeError(
             f"exact linear-extension count {value} disagrees with its float estimate {f!r}"
@@ -500,7 +274,7 @@ def _sample_extensions(sub: np.ndarray, rng, size: int, max_states: int) -> np.n
     if n <= MAX_ITEMS:
         uniforms = rng.random((size, n, 2))
         out, exceeded = _linext.sample_lists_kernel(
-            np.ascontiguousarray(sub), 0.0, uniforms, _linext.float_binomials(), max_states
+            _tables.relation_words(sub), 0.0, uniforms, _tables.float_binomials(), int(max_states)
         )
         if exceeded:
             raise _limit_error(n, max_states)
@@ -566,14 +340,6 @@ def sample_linear_extension(
     return out[0] if size is None else out
 
 
-def _check_size(size) -> int:
-    if size is None:
-        return 1
-    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
-        raise ValueError(f"size must be None or a non-negative integer, got {size!r}")
-    return int(size)
-
-
 def sample_list(
     adj,
     items,
@@ -618,11 +384,13 @@ def sample_list(
     if idx.size > MAX_ITEMS:
         raise ValueError(f"items holds {idx.size} items; at most {MAX_ITEMS} are supported")
     sub = closed[np.ix_(idx, idx)]
-    if not top_down:
-        sub = sub.T
     uniforms = rng.random((n_draws, idx.size, 2))
     out, exceeded = _linext.sample_lists_kernel(
-        np.ascontiguousarray(sub), p, uniforms, _linext.float_binomials(), max_states
+        _tables.relation_words(sub, dual=not top_down),
+        p,
+        uniforms,
+        _tables.float_binomials(),
+        int(max_states),
     )
     if exceeded:
         raise _limit_error(idx.size, max_states)
@@ -760,7 +528,7 @@ def list_log_likelihoods_padded(
     closed = np.asarray(closed, dtype=np.bool_)
     if closed.ndim != 2:
         raise ValueError(f"closed must be a 2-D (M, M) matrix, got shape {closed.shape}")
-    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    lengths = np.asarray(lengths, dtype=np.int64)
     return list_log_likelihoods_stacked(
         closed[None],
         padded,
@@ -792,10 +560,10 @@ def list_log_likelihoods_stacked(
     Only shapes and the range of ``labels`` are checked (cheaply); the lists and the
     orders are trusted.
     """
-    closed_stack = np.ascontiguousarray(closed_stack, dtype=np.bool_)
-    padded = np.ascontiguousarray(padded, dtype=np.int64)
-    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
-    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    closed_stack = np.asarray(closed_stack, dtype=np.bool_)
+    padded = _kernel_array(padded, np.int64)
+    lengths = _kernel_array(lengths, np.int64)
+    labels = _kernel_array(labels, np.int64)
     if closed_stack.ndim != 3 or closed_stack.shape[1] != closed_stack.shape[2]:
         raise ValueError(f"closed_stack must have shape (L, M, M), got {closed_stack.shape}")
     n_orders, m_items = closed_stack.shape[0], closed_stack.shape[2]
@@ -809,77 +577,19 @@ def list_log_likelihoods_stacked(
         )
     if n_lists and (labels.min() < 0 or labels.max() >= n_orders):
         raise ValueError(f"labels must lie in 0..{n_orders - 1}")
+    perm, starts = _tables.group_by_label(labels, n_orders)
     ll, dp, ok = _linext.loglik_stacked_kernel(
-        closed_stack,
+        _tables.relation_words(closed_stack, dual=not top_down),
         padded,
         lengths,
-        labels,
+        perm,
+        starts,
         float(p),
         bool(top_down),
         bool(return_grad),
-        _linext.float_binomials(),
+        _tables.float_binomials(),
         int(max_states),
     )
     if not ok:
         raise _limit_error(int(np.shape(closed_stack)[-1]), max_states)
     return (ll, dp) if return_grad else ll
-
-
-# ----------------------------------------------------------------------------------
-# Example orders
-
-
-def _check_count(n, name: str = "n") -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
-    return int(n)
-
-
-def random_two_dimensional_order(n: int, rng) -> np.ndarray:
-    """Random 2-dimensional order: the intersection of two uniform random permutations.
-
-    ``i ≻ j`` iff ``i`` precedes ``j`` in both permutations. Returns a closed
-    ``(n, n)`` boolean matrix.
-    """
-    n = _check_count(n)
-    rng = _validate_rng(rng)
-    pos1 = rng.permutation(n)
-    pos2 = rng.permutation(n)
-    return (pos1[:, None] < pos1[None, :]) & (pos2[:, None] < pos2[None, :])
-
-
-def crown_order(n: int) -> np.ndarray:
-    """The crown on ``2n`` items: ``a_i = i`` is above ``b_j = n + j`` for all ``i ≠ j``.
-
-    It has ``(n + 1) · n! · (n − 1)!`` linear extensions for ``n >= 1``.
-    """
-    n = _check_count(n)
-    adj = np.zeros((2 * n, 2 * n), dtype=bool)
-    adj[:n, n:] = ~np.eye(n, dtype=bool)
-    return adj
-
-
-def chain_order(n: int) -> np.ndarray:
-    """The chain ``0 ≻ 1 ≻ ... ≻ n−1`` (closed); one linear extension."""
-    n = _check_count(n)
-    return np.triu(np.ones((n, n), dtype=bool), 1)
-
-
-def antichain_order(n: int) -> np.ndarray:
-    """``n`` pairwise incomparable items; ``n!`` linear extensions."""
-    n = _check_count(n)
-    return np.zeros((n, n), dtype=bool)
-
-
-def grid_order(rows: int, cols: int) -> np.ndarray:
-    """Product of two chains: item ``r·cols + c`` is above ``r'·cols + c'`` iff
-    ``r <= r'`` and ``c <= c'`` (not both equal). Closed.
-
-    ``grid_order(2, n)`` has Catalan(n) ``= binom(2n, n) / (n + 1)`` linear extensions.
-    """
-    rows = _check_count(rows, "rows")
-    cols = _check_count(cols, "cols")
-    r, c = np.divmod(np.arange(rows * cols), cols) if cols else (np.array([]), np.array([]))
-    adj = (r[:, None] <= r[None, :]) & (c[:, None] <= c[None, :])
-    np.fill_diagonal(adj, False)
-    return adj

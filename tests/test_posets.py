@@ -601,8 +601,11 @@ def test_numeric_core_does_not_import_pymc():
     import pathlib
 
     import pymc_crp._linext as linext
+    import pymc_crp._linext_tables as tables
+    import pymc_crp._poset_validation as validation
+    import pymc_crp.poset_examples as examples
 
-    for module in (P, linext):
+    for module in (P, linext, tables, validation, examples):
         tree = ast.parse(pathlib.Path(module.__file__).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -612,3 +615,102 @@ def test_numeric_core_does_not_import_pymc():
             else:
                 continue
             assert not any(n.split(".")[0] in ("pymc", "pytensor") for n in names), names
+
+
+# ----------------------------------------------------------------------------------
+# Kernel plumbing: bitsets, memo growth, one compilation, on-disk cache
+
+
+def test_kernel_inputs_match_definitions():
+    from pymc_crp import _linext_tables as T
+
+    rng = np.random.default_rng(21)
+    for n in (0, 1, 5, 63, 64, 65, 128):
+        closed = P.random_two_dimensional_order(n, rng)
+        rel, dual = T.relation_words(closed), T.relation_words(closed, dual=True)
+        assert rel.shape == (4, n) and rel.dtype == np.uint64 and rel.flags.c_contiguous
+
+        def members(lo, hi):
+            return {b for b in range(64) if int(lo) >> b & 1} | {
+                64 + b for b in range(64) if int(hi) >> b & 1
+            }
+
+        for x in range(n):
+            assert members(rel[0, x], rel[1, x]) == set(np.flatnonzero(closed[:, x]))
+            assert members(dual[0, x], dual[1, x]) == set(np.flatnonzero(closed[x]))
+            comparable = set(np.flatnonzero(closed[:, x] | closed[x]))
+            assert members(rel[2, x], rel[3, x]) == comparable == members(dual[2, x], dual[3, x])
+        sizes = T.chain_partition_sizes(closed)
+        assert sizes.sum() == n
+        bound = math.factorial(n) // math.prod(math.factorial(int(c)) for c in sizes)
+        if n <= 12:
+            assert P.count_linear_extensions(closed) <= bound
+    stack = np.stack([P.random_two_dimensional_order(9, rng) for _ in range(3)])
+    np.testing.assert_array_equal(T.relation_words(stack)[1], T.relation_words(stack[1]))
+    perm, starts = T.group_by_label(np.array([2, 0, 2, 1, 0]), 4)
+    assert perm.tolist() == [1, 4, 3, 0, 2] and starts.tolist() == [0, 2, 3, 5, 5]
+
+
+def test_memo_grows_beyond_its_initial_size():
+    from pymc_crp import _linext as K
+    from pymc_crp import _linext_tables as T
+
+    crown = P.crown_order(12)  # thousands of memoised sets, a deep search stack
+    primes, binom_r = T.residue_tables(4)
+    f, residues, n_states, exceeded = K.count_kernel(
+        T.relation_words(crown), primes, T.float_binomials(), binom_r, 10**6
+    )
+    assert n_states > 8 * K._INITIAL_CAPACITY and not exceeded
+    assert T.crt(residues, primes) == 13 * math.factorial(12) * math.factorial(11)
+    assert f == pytest.approx(13 * math.factorial(12) * math.factorial(11), rel=1e-12)
+
+
+def test_each_kernel_compiles_once_whatever_the_input_types():
+    from pymc_crp import _linext as K
+
+    rng = np.random.default_rng(22)
+    adj = P.random_two_dimensional_order(10, rng)
+    frozen = adj.copy()
+    frozen.flags.writeable = False
+    lists = np.array([[0, 3, 5], [2, 1, -1]])
+    for closed in (adj, frozen, adj.T.T, np.asfortranarray(adj)):
+        P.count_linear_extensions(closed)
+        P.log_count_linear_extensions(closed)
+        P.sample_list(closed, [0, 4, 7], 0.2, rng, "bottom-up", size=2)
+        P.sample_linear_extension(closed, rng)
+        for top_down in (True, False):
+            P.list_log_likelihoods_padded(closed, lists, [3, 2], 0.1, top_down, return_grad=True)
+            ro_lists = lists.astype(np.int32)
+            ro_lists.flags.writeable = False
+            P.list_log_likelihoods_stacked(
+                np.broadcast_to(closed, (2, 10, 10)), ro_lists, (3, 2), [1, 0], 1, top_down
+            )
+    for kernel in (K.count_kernel, K.sample_lists_kernel, K.loglik_stacked_kernel):
+        assert len(kernel.signatures) == 1, kernel.signatures
+
+
+def test_kernels_load_from_the_disk_cache_in_a_new_process():
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(23)
+    adj = P.random_two_dimensional_order(8, rng)
+    P.count_linear_extensions(adj)  # compiled (and cached) here if not yet on disk
+    P.sample_list(adj, range(8), 0.1, rng)
+    P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
+    script = """if True:
+        import numpy as np
+        from pymc_crp import _linext as K, posets as P
+        adj = P.crown_order(3)
+        P.count_linear_extensions(adj)
+        P.sample_list(adj, range(6), 0.1, np.random.default_rng(0))
+        P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
+        kernels = (K.count_kernel, K.sample_lists_kernel, K.loglik_stacked_kernel)
+        print(sum(len(k.stats.cache_hits) for k in kernels),
+              sum(len(k.stats.cache_misses) for k in kernels))
+    """
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True
+    )
+    hits, misses = map(int, out.stdout.split()[-2:])
+    assert (hits, misses) == (3, 0), out.stdout + out.stderr

@@ -1,0 +1,156 @@
+"""Pure-Python tables for the linear-extension kernels: binomials, primes, CRT.
+
+Exact counts are carried modulo a few primes below ``2**32`` (so that products of two
+residues fit in a ``uint64``) and rebuilt by the Chinese remainder theorem.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+MAX_KERNEL_ITEMS = 128
+"""Largest number of items a kernel call can handle (two 64-bit words per set)."""
+
+
+@lru_cache(maxsize=1)
+def float_binomials():
+    """``binom(a, b)`` for ``0 <= b <= a <= 128`` as a float64 ``(129, 129)`` array."""
+    size = MAX_KERNEL_ITEMS + 1
+    table = np.zeros((size, size))
+    for a in range(size):
+        for b in range(a + 1):
+            table[a, b] = float(math.comb(a, b))
+    return table
+
+
+def _is_prime(n):
+    """Deterministic Miller-Rabin for ``n < 3.3e24``."""
+    if n < 2:
+        return False
+    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
+    for q in small:
+        if n % q == 0:
+            return n == q
+    d = n - 1
+    s = 0
+    while d % 2 == 0:
+        d //= 2
+        s += 1
+    for a in small:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+@lru_cache(maxsize=1)
+def _prime_list():
+    primes = []
+    candidate = 2**32 - 1
+    while len(primes) < 40:
+        if _is_prime(candidate):
+            primes.append(candidate)
+        candidate -= 2
+    return tuple(primes)
+
+
+@lru_cache(maxsize=64)
+def residue_tables(n_primes):
+    """The first ``n_primes`` primes below ``2**32`` and Pascal's triangle modulo each.
+
+    Returns ``(primes, binom_r)``: a uint64 array ``(n_primes,)`` and a uint64 array
+    ``(n_primes, 129, 129)`` with ``binom_r[i, a, b] = binom(a, b) mod primes[i]``.
+    """
+    if n_primes > len(_prime_list()):
+        raise ValueError(f"at most {len(_prime_list())} primes are available")
+    primes = np.array(_prime_list()[:n_primes], dtype=np.uint64)
+    size = MAX_KERNEL_ITEMS + 1
+    table = np.zeros((n_primes, size, size), dtype=np.uint64)
+    table[:, :, 0] = 1
+    mod = primes[:, None]
+    for a in range(1, size):
+        table[:, a, 1 : a + 1] = (table[:, a - 1, 0:a] + table[:, a - 1, 1 : a + 1]) % mod
+    return primes, table
+
+
+@lru_cache(maxsize=1)
+def no_residues():
+    """Empty ``(primes, binom_r)`` for float-only counting (same dtypes, no residues)."""
+    return np.empty(0, dtype=np.uint64), np.empty((0, 1, 1), dtype=np.uint64)
+
+
+def primes_needed(log2_bound, margin_bits=64):
+    """How many of the primes (each above ``2**31``) give a product above ``2**(bound+margin)``."""
+    return max(1, math.ceil((log2_bound + margin_bits) / 31.0))
+
+
+def crt(residues, primes):
+    """The integer ``0 <= x < prod(primes)`` with ``x = residues[i] (mod primes[i])``."""
+    x = 0
+    modulus = 1
+    for r, q in zip(residues, primes, strict=True):
+        r = int(r)
+        q = int(q)
+        # Garner step: find t with x + modulus * t = r (mod q).
+        t = ((r - x) * pow(modulus, -1, q)) % q
+        x += modulus * t
+        modulus *= q
+    return x
+
+
+def _words(sets: np.ndarray, half: int) -> np.ndarray:
+    """Word ``half`` (items ``64 half .. 64 half + 63``) of each row of boolean ``sets``."""
+    part = sets[..., 64 * half : 64 * half + 64]
+    bits = np.left_shift(np.uint64(1), np.arange(part.shape[-1], dtype=np.uint64))
+    return (part * bits).sum(axis=-1, dtype=np.uint64)  # distinct bits: sum = bitwise or
+
+
+def relation_words(closed: np.ndarray, dual: bool = False) -> np.ndarray:
+    """The kernels' bitset form ``rel`` ``(..., 4, n)`` of closed orders ``(..., n, n)``.
+
+    ``closed[i, j]`` means item ``i`` is above item ``j``. Rows ``up_lo, up_hi, cmp_lo,
+    cmp_hi``: ``up[x]`` is the set of items above ``x`` (below ``x`` when ``dual``: the
+    dual order) and ``cmp[x]`` the set of items comparable to ``x``, as two uint64 words.
+    """
+    above = np.swapaxes(closed, -1, -2)  # above[x, i] = closed[i, x]
+    up = closed if dual else above
+    comparable = closed | above
+    words = [_words(up, 0), _words(up, 1), _words(comparable, 0), _words(comparable, 1)]
+    return np.ascontiguousarray(np.stack(words, axis=-2))
+
+
+def chain_partition_sizes(closed: np.ndarray) -> np.ndarray:
+    """Sizes of a greedy partition of a closed ``(n, n)`` order into chains.
+
+    Items are visited in a linear extension (by increasing number of items above); each
+    joins the first chain whose current lowest item is above it. The chain sizes ``c_i``
+    bound the number of linear extensions by ``n! / prod(c_i!)``.
+    """
+    bottoms: list[int] = []
+    sizes: list[int] = []
+    for x in np.argsort(closed.sum(axis=0), kind="stable"):
+        above_x = np.flatnonzero(closed[bottoms, x]) if bottoms else ()
+        if len(above_x):
+            bottoms[above_x[0]] = x
+            sizes[above_x[0]] += 1
+        else:
+            bottoms.append(x)
+            sizes.append(1)
+    return np.array(sizes, dtype=np.int64)
+
+
+def group_by_label(labels: np.ndarray, n_groups: int):
+    """``(perm, starts)``: rows ``perm[starts[a]:starts[a + 1]]`` have label ``a``."""
+    perm = np.argsort(labels, kind="stable").astype(np.int64)
+    starts = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=n_groups), out=starts[1:])
+    return perm, starts
