@@ -108,7 +108,7 @@ def label_draws(data, var_name: str | None = None, *, name: str = "data", flatte
     return arr
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _canonicalise(labels, n_values):
     n_rows, n = labels.shape
     out = np.empty((n_rows, n), np.int32)
@@ -150,7 +150,7 @@ def canonical_draws(draws, name: str = "draws") -> tuple[np.ndarray, np.ndarray]
 # --------------------------------------------------------------------------------------------
 # Label-invariant per-draw summaries
 # --------------------------------------------------------------------------------------------
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _summaries(labels, n_values):
     n_rows, n = labels.shape
     n_clusters = np.zeros(n_rows, np.int64)
@@ -308,7 +308,7 @@ def _check_rows(rows, n: int) -> np.ndarray | None:
     return idx.astype(np.int64) % n if idx.size else idx.astype(np.int64)
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _sum_squared_sizes(labels, n_blocks):
     """``Σ_s Σ_k n_{sk}^2`` for canonical labels."""
     n_draws, n = labels.shape
@@ -323,7 +323,7 @@ def _sum_squared_sizes(labels, n_blocks):
     return total
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _group_by_block(labels, n_blocks):
     """Counting sort of each draw: ``members[s, starts[s, c]:starts[s, c + 1]]`` = block ``c``."""
     n_draws, n = labels.shape
@@ -344,7 +344,7 @@ def _group_by_block(labels, n_blocks):
     return members, starts
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _co_clustering_counts(labels, n_blocks, rows_sel, upper, block_bytes):
     """``counts[r, j] = #{s : labels[s, rows_sel[r]] = labels[s, j]}`` by looping over pairs.
 

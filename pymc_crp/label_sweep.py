@@ -44,7 +44,7 @@ def likelihood_weights(loglik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return weights, impossible
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def gibbs_label_sweep(
     lik_weights, labels, counts, order, uniforms, prior_code, param_a, param_b, probs_out
 ):  # pragma: no cover

@@ -192,7 +192,7 @@ def dirichlet_multinomial_label_log_prob(labels, gamma: float, n_groups: int) ->
 # --------------------------------------------------------------------------------------------
 # Conditional weights of one label given the others
 # --------------------------------------------------------------------------------------------
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # pragma: no cover
     r"""Unnormalised prior weights of one label given all others (numba kernel).
 
@@ -285,7 +285,7 @@ def truncated_crp_log_survival(
     return log_h
 
 
-@njit(cache=False)
+@njit(cache=True)
 def _seat_pitman_yor(uniforms, theta, d, log_h, truncated):  # pragma: no cover
     """Sequential seating; returns block indices in order of appearance."""
     n = uniforms.shape[0]
@@ -358,7 +358,7 @@ def sample_crp_labels(
     return slots[blocks].astype(np.int64)
 
 
-@njit(cache=False)
+@njit(cache=True)
 def _polya_urn(uniforms, n_slots, alpha):  # pragma: no cover
     n = uniforms.shape[0]
     labels = np.empty(n, dtype=np.int64)

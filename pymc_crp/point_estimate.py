@@ -138,7 +138,7 @@ class _Draws:
 # --------------------------------------------------------------------------------------------
 # Exact evaluation kernels
 # --------------------------------------------------------------------------------------------
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _self_terms(labels, n_blocks, F):
     """``Σ_k F(n_k)`` for each canonical label row (summed in block order)."""
     n_rows, n = labels.shape
@@ -155,7 +155,7 @@ def _self_terms(labels, n_blocks, F):
     return out
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _cross_terms(cands, kc, draws, kd, weights, F):
     """``Σ_s w_s Σ_kl F(n^{ts}_kl)`` for each candidate row ``t``."""
     n_cand, n = cands.shape
@@ -179,7 +179,7 @@ def _cross_terms(cands, kc, draws, kd, weights, F):
     return out
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _draw_cross_terms(draws, kd, weights, F):
     """``Σ_s w_s Σ_kl F(n^{ts}_kl)`` for every draw ``t``, using the symmetry in ``(t, s)``."""
     n_draws, n = draws.shape
@@ -203,7 +203,7 @@ def _draw_cross_terms(draws, kd, weights, F):
     return out
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _binder_from_similarity(labels, sim):
     """``Σ_{i<j} |1{c_i = c_j} - P_ij|``."""
     n = labels.shape[0]
@@ -221,7 +221,7 @@ def _binder_from_similarity(labels, sim):
 # --------------------------------------------------------------------------------------------
 # Search kernels
 # --------------------------------------------------------------------------------------------
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _next_random(state):
     """splitmix64 step on ``state[0]``; returns a uniform 64-bit integer."""
     state[0] += np.uint64(0x9E3779B97F4A7C15)
@@ -231,7 +231,7 @@ def _next_random(state):
     return z ^ (z >> np.uint64(31))
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _shuffle(order, state):
     for j in range(order.shape[0] - 1, 0, -1):
         r = np.int64(_next_random(state) % np.uint64(j + 1))
@@ -241,7 +241,7 @@ def _shuffle(order, state):
 # The search kernels take the draws transposed, ``dt[i, s] = C^(s)_i`` (items by draws), and
 # keep the sizes ``n_k``, the tables ``tab[s, l, k] = #{allocated i : c_i = k, C^(s)_i = l}``
 # and ``wdf[s, l, k] = w_s ΔF(tab[s, l, k])`` so that a score is a sum of contiguous rows.
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _scores(i, dt, dF, wdf, sizes, kcap, acc):
     """``acc[k] = ΔF(n_k) - 2 Σ_s w_s ΔF(n^s_{k, C^s_i})`` for ``k < kcap``."""
     for k in range(kcap):
@@ -255,7 +255,7 @@ def _scores(i, dt, dF, wdf, sizes, kcap, acc):
         acc[k] = dF[sizes[k]] - 2.0 * acc[k]
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _score_one(i, k, dt, dF, wdf, sizes):
     """The insertion score of item ``i`` into cluster ``k`` (see :func:`_scores`)."""
     acc = 0.0
@@ -265,7 +265,7 @@ def _score_one(i, k, dt, dF, wdf, sizes):
     return dF[sizes[k]] - 2.0 * acc
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _move(i, k, step, dt, weights, dF, tab, wdf, sizes):
     sizes[k] += step
     li = dt[i]
@@ -275,7 +275,7 @@ def _move(i, k, step, dt, weights, dF, tab, wdf, sizes):
         wdf[s, li[s], k] = weights[s] * dF[c]
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _first_empty(sizes):
     for k in range(sizes.shape[0]):
         if sizes[k] == 0:
@@ -283,7 +283,7 @@ def _first_empty(sizes):
     return -1
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _kcap(sizes):
     for k in range(sizes.shape[0] - 1, -1, -1):
         if sizes[k] > 0:
@@ -291,7 +291,7 @@ def _kcap(sizes):
     return 0
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _allocate(items, labels, dt, weights, dF, tab, wdf, sizes, acc, tol):
     """Sequentially allocate the unallocated ``items``; returns the change of the objective."""
     change = 0.0
@@ -314,7 +314,7 @@ def _allocate(items, labels, dt, weights, dF, tab, wdf, sizes, acc, tol):
     return change
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _sweeten(labels, order, state, dt, weights, dF, tab, wdf, sizes, acc, tol, max_sweeps):
     """Sweeps of loss-minimising single-item moves until one changes nothing."""
     for _ in range(max_sweeps):
@@ -344,7 +344,7 @@ def _sweeten(labels, order, state, dt, weights, dF, tab, wdf, sizes, acc, tol, m
             return
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _zealous(labels, state, dt, weights, dF, tab, wdf, sizes, acc, tol):
     """Destroy a random cluster and reallocate its items; undo unless the loss decreased."""
     occupied = np.flatnonzero(sizes > 0)
@@ -371,7 +371,7 @@ def _zealous(labels, state, dt, weights, dF, tab, wdf, sizes, acc, tol):
     return False
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _search_run(dt, n_labels, weights, dF, kmax, init, seed, max_sweeps, max_zealous, tol):
     """One SALSO-style run; returns labels in ``0..kmax-1`` (not canonical)."""
     n, n_draws = dt.shape
