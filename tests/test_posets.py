@@ -689,7 +689,7 @@ def test_each_kernel_compiles_once_whatever_the_input_types():
         assert len(kernel.signatures) == 1, kernel.signatures
 
 
-def test_kernels_load_from_the_disk_cache_in_a_new_process():
+def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     import subprocess
     import sys
 
@@ -709,8 +709,16 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process():
         print(sum(len(k.stats.cache_hits) for k in kernels),
               sum(len(k.stats.cache_misses) for k in kernels))
     """
+    # Run from an empty folder: ``python -c`` puts the working directory first on sys.path,
+    # and from a source checkout that would import the sources instead of this process's
+    # (installed) package, whose cache is the one written above.
     out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+        cwd=tmp_path,
     )
     hits, misses = map(int, out.stdout.split()[-2:])
     assert (hits, misses) == (3, 0), out.stdout + out.stderr

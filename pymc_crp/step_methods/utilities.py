@@ -144,10 +144,10 @@ class UtilityMetropolis(BlockedStep):
         (value_var,) = get_value_vars_from_user_vars(vars, model)
         rv = model.values_to_rvs[value_var]
         children = _list_children(model, value_var, exclude=(rv,))
-        if children is None or model.rvs_to_transforms.get(rv) is not None:
+        if children is None or model.rvs_to_transforms.get(rv) is not None or rv.ndim not in (2, 3):
             raise ValueError(
-                f"UtilityMetropolis needs untransformed utilities whose only children are observed "
-                f"PartialOrderLists; {rv.name} is not"
+                f"UtilityMetropolis needs untransformed (M, K) or (L, M, K) utilities whose only "
+                f"children are observed PartialOrderLists; {rv.name} is not"
             )
         if not 0 < pcn_step <= 1 or not rw_scale > 0:
             raise ValueError("need 0 < pcn_step <= 1 and rw_scale > 0")
@@ -275,8 +275,8 @@ class UtilityMetropolis(BlockedStep):
     def competence(var, has_grad=None):
         """IDEAL for Gaussian utilities whose only children are observed PartialOrderLists."""
         model = find_model(var)
-        if model is None or var not in model.free_RVs:
-            return Competence.INCOMPATIBLE
+        if model is None or var not in model.free_RVs or var.ndim not in (2, 3):
+            return Competence.INCOMPATIBLE  # utilities are (M, K) or (L, M, K) matrices
         if model.rvs_to_transforms.get(var) is not None:
             return Competence.INCOMPATIBLE
         if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
