@@ -24,18 +24,6 @@ import pymc_crp as pmc  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
 
 
-def adjusted_rand_index(a, b):
-    table = np.zeros((a.max() + 1, b.max() + 1))
-    np.add.at(table, (a, b), 1)
-
-    def pairs(x):
-        return float(np.sum(x * (x - 1) / 2))
-
-    index, rows, cols = pairs(table), pairs(table.sum(1)), pairs(table.sum(0))
-    expected = rows * cols / pairs(np.array([a.size]))
-    return (index - expected) / (0.5 * (rows + cols) - expected)
-
-
 def main():
     rng = np.random.default_rng(1)
     n_items = 10
@@ -52,7 +40,7 @@ def main():
         idata = pm.sample(1000, tune=1000, chains=2, random_seed=2)
     consensus = pmc.consensus_order(idata, utilities="U", labels="cluster")
     print("clusters:", len(consensus.orders))
-    print("adjusted Rand index:", round(adjusted_rand_index(consensus.partition, truth), 3))
+    print("adjusted Rand index:", round(pmc.adjusted_rand_index(consensus.partition, truth), 3))
     out = Path("clustered_partial_orders_output")
     out.mkdir(exist_ok=True)
     n = len(consensus.orders)

@@ -13,18 +13,30 @@ from pymc_crp.consensus import (
     relation_probabilities,
     threshold_order,
 )
-from pymc_crp.diagnostics import cluster_summary, partition_stats, posterior_similarity
+from pymc_crp.diagnostics import (
+    adjusted_rand_index,
+    cluster_summary,
+    partition_stats,
+    posterior_similarity,
+)
 from pymc_crp.hpo import EquicorrelatedNormal
+from pymc_crp.inverse_wishart import InverseWishart
 from pymc_crp.lists import PartialOrderLists
 from pymc_crp.partition_math import relabel_by_appearance
 from pymc_crp.partitions import CRP, DirichletMultinomialPartition
 from pymc_crp.point_estimate import expected_loss, point_estimate_partition
 from pymc_crp.relabel import membership_probabilities, relabel
 from pymc_crp.step_methods import (
+    NORMAL_MIXTURE_STEPS,
     ConcentrationGibbs,
     ConcentrationMetropolis,
     CRPGibbs,
+    DirichletWeightsGibbs,
     HyperparameterMetropolis,
+    LatentNormalGibbs,
+    MixtureCRPGibbs,
+    MixtureLabelGibbs,
+    NormalInverseWishartGibbs,
     UtilityMeanGibbs,
     UtilityMetropolis,
 )
@@ -39,6 +51,12 @@ for _step in (
 ):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.append(_step)
+# The conjugate steps of the normal mixture go first: they are IDEAL only for the variables of
+# models built by ``models.measurement_error_mixture`` and must win the ties with NUTS and
+# CategoricalGibbsMetropolis (``pm.sample`` keeps the first of equally competent methods).
+for _step in reversed(NORMAL_MIXTURE_STEPS):
+    if _step not in pm.STEP_METHODS:
+        pm.STEP_METHODS.insert(0, _step)
 
 __version__ = "0.1.0"
 
@@ -58,6 +76,7 @@ def __getattr__(name):
 __all__ = [
     *_PLOTS,
     "ConsensusOrder",
+    "adjusted_rand_index",
     "cluster_summary",
     "consensus_order",
     "expected_loss",
@@ -80,5 +99,11 @@ __all__ = [
     "ConcentrationGibbs",
     "ConcentrationMetropolis",
     "DirichletMultinomialPartition",
+    "DirichletWeightsGibbs",
+    "InverseWishart",
+    "LatentNormalGibbs",
+    "MixtureCRPGibbs",
+    "MixtureLabelGibbs",
+    "NormalInverseWishartGibbs",
     "relabel_by_appearance",
 ]

@@ -28,6 +28,7 @@ from scipy.linalg import blas
 
 __all__ = [
     "DEFAULT_MAX_MEMORY_BYTES",
+    "adjusted_rand_index",
     "canonical_draws",
     "cluster_summary",
     "label_draws",
@@ -489,3 +490,55 @@ def posterior_similarity(
             out[lo:hi, lo:hi] = np.triu(diag) + np.triu(diag, 1).T
     out /= n_draws
     return out
+
+
+def adjusted_rand_index(labels_a, labels_b) -> float:
+    r"""Adjusted Rand index of two partitions of the same ``N`` items (Hubert and Arabie, 1985).
+
+    With the contingency table ``n_ij`` (items in block ``i`` of ``a`` and ``j`` of ``b``),
+    row sums ``a_i`` and column sums ``b_j``:
+
+    .. math::
+
+        \mathrm{ARI} = \frac{\sum_{ij}\binom{n_{ij}}{2} - E}{\tfrac12\big(\sum_i\binom{a_i}{2}
+            + \sum_j\binom{b_j}{2}\big) - E},\qquad
+        E = \sum_i\binom{a_i}{2}\sum_j\binom{b_j}{2}\Big/\binom{N}{2}.
+
+    1 for identical partitions (whatever the labels), about 0 for independent ones, negative
+    below chance. When both partitions are trivial in the same way (one block each, or all
+    singletons) the ratio is ``0/0`` and 1 is returned.
+
+    Parameters
+    ----------
+    labels_a, labels_b : array_like of int, shape (N,)
+        Two label vectors (any integer labels, e.g. a point estimate and the truth; only the
+        partitions they induce matter).
+
+    Returns
+    -------
+    float
+    """
+    a, b = np.asarray(labels_a), np.asarray(labels_b)
+    for arr, name in ((a, "labels_a"), (b, "labels_b")):
+        if arr.size:  # any integer labels, negative ones included
+            _integer_labels(arr - arr.min(), name)
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape or a.size == 0:
+        raise ValueError(
+            "labels_a and labels_b must be non-empty label vectors of the same length, got "
+            f"shapes {a.shape} and {b.shape}"
+        )
+    a = np.unique(a, return_inverse=True)[1].ravel()
+    b = np.unique(b, return_inverse=True)[1].ravel()
+    table = np.zeros((a.max() + 1, b.max() + 1))
+    np.add.at(table, (a, b), 1.0)
+
+    def pairs(counts):
+        return float(np.sum(counts * (counts - 1.0)) / 2.0)
+
+    index, rows, cols = pairs(table), pairs(table.sum(1)), pairs(table.sum(0))
+    n_pairs = a.size * (a.size - 1) / 2.0
+    expected = rows * cols / n_pairs if n_pairs > 0 else 0.0
+    maximum = 0.5 * (rows + cols)
+    if maximum == expected:
+        return 1.0
+    return (index - expected) / (maximum - expected)

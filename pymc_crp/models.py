@@ -6,7 +6,7 @@ the utilities, ``UtilityMeanGibbs`` for ``U0``, ``HyperparameterMetropolis`` for
 ``tau`` and ``p``, ``ConcentrationGibbs`` for a Gamma concentration).
 
 The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
-re-exported here when available.
+re-exported here (``pmc.models.measurement_error_mixture``).
 """
 
 from __future__ import annotations
@@ -216,9 +216,6 @@ def clustered_partial_orders(
     return model
 
 
-try:  # the measurement-error mixture builder (optional module)
-    from pymc_crp.models_mixture import measurement_error_mixture  # noqa: F401
+from pymc_crp.models_mixture import measurement_error_mixture  # noqa: E402
 
-    __all__ += ["measurement_error_mixture"]
-except ImportError:  # pragma: no cover
-    pass
+__all__ += ["measurement_error_mixture"]

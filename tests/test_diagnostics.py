@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
 import arviz as az
 import numpy as np
 import pytest
 
+import pymc_crp as pmc
 from pymc_crp.diagnostics import (
     canonical_draws,
     cluster_summary,
@@ -171,3 +174,47 @@ def test_canonical_draws():
     labels, k = canonical_draws(np.array([[5, 5, 2, 9], [0, 1, 0, 1], [10**12, 3, 3, 10**12]]))
     np.testing.assert_array_equal(labels, [[0, 0, 1, 2], [0, 1, 0, 1], [0, 1, 1, 0]])
     np.testing.assert_array_equal(k, [3, 2, 2])
+
+
+# --------------------------------------------------------------------------------------------
+# adjusted_rand_index against brute force over pairs and permutations
+# --------------------------------------------------------------------------------------------
+def _pair_index(a, b) -> int:
+    """Number of item pairs together in both partitions (enumerating pairs)."""
+    return sum(
+        a[i] == a[j] and b[i] == b[j] for i, j in itertools.combinations(range(len(a)), 2)
+    )
+
+
+def _ari_by_permutations(a, b) -> float:
+    """ARI from its definition: the expected index is the mean over all permutations of b."""
+    index = _pair_index(a, b)
+    perms = itertools.permutations(range(len(b)))
+    expected = np.mean([_pair_index(a, [b[k] for k in p]) for p in perms])
+    together_a = _pair_index(a, a)
+    together_b = _pair_index(b, b)
+    return (index - expected) / (0.5 * (together_a + together_b) - expected)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_adjusted_rand_index_matches_permutation_definition(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, size=7)
+    b = rng.integers(-2, 2, size=7)
+    if len(set(a)) in (1, 7) and len(set(b)) in (1, 7):
+        pytest.skip("degenerate draw")
+    assert pmc.adjusted_rand_index(a, b) == pytest.approx(_ari_by_permutations(a, b), abs=1e-12)
+
+
+def test_adjusted_rand_index_hand_examples_and_errors():
+    # contingency [[2, 1, 0], [0, 1, 2]]: (2 - 6*3/15) / ((6 + 3)/2 - 6*3/15) = 0.8 / 3.3
+    assert pmc.adjusted_rand_index([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]) == pytest.approx(
+        0.8 / 3.3
+    )
+    assert pmc.adjusted_rand_index([0, 0, 1, 1], [5, 5, 2, 2]) == 1.0
+    assert pmc.adjusted_rand_index([0, 1, 0, 1], [0, 0, 1, 1]) == pytest.approx(-0.5)
+    assert pmc.adjusted_rand_index([3, 3, 3], [1, 1, 1]) == 1.0
+    with pytest.raises(ValueError, match="same length"):
+        pmc.adjusted_rand_index([0, 1], [0, 1, 2])
+    with pytest.raises(TypeError, match="labels_b"):
+        pmc.adjusted_rand_index([0, 1], [0.5, 1.0])

@@ -10,28 +10,6 @@ from pymc_crp.point_estimate import point_estimate_partition
 from pymc_crp.posets import partial_order_from_utilities, sample_list, transitive_reduction
 
 
-def adjusted_rand_index(a, b) -> float:
-    """ARI from the contingency table (Hubert and Arabie, 1985)."""
-    a, b = np.unique(a, return_inverse=True)[1], np.unique(b, return_inverse=True)[1]
-    table = np.zeros((a.max() + 1, b.max() + 1))
-    np.add.at(table, (a, b), 1)
-
-    def pairs(x):
-        return float(np.sum(x * (x - 1) / 2))
-
-    index, rows, cols = pairs(table), pairs(table.sum(1)), pairs(table.sum(0))
-    expected = rows * cols / pairs(np.array([a.size]))
-    return (index - expected) / (0.5 * (rows + cols) - expected)
-
-
-def test_adjusted_rand_index_hand_example():
-    assert adjusted_rand_index([0, 0, 1, 1], [5, 5, 7, 7]) == pytest.approx(1.0)
-    # Hubert-Arabie: labels (0,0,0,1,1,1) vs (0,0,1,1,2,2) -> 0.24242...
-    assert adjusted_rand_index([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]) == pytest.approx(
-        0.2424242424, abs=1e-9
-    )
-
-
 def simulate(orders, n_per, lengths, p, rng):
     lists, truth = [], []
     n_items = orders[0].shape[0]
@@ -62,7 +40,7 @@ def fit_and_check_recovery(n_orders, n_per, n_items, draws, seed, reversed_pair=
         )
     estimate = point_estimate_partition(idata, "cluster")
     assert len(np.unique(estimate)) == n_orders
-    assert adjusted_rand_index(estimate, truth) >= 0.9
+    assert pmc.adjusted_rand_index(estimate, truth) >= 0.9
     k = np.array([[np.unique(r).size for r in chain] for chain in idata.posterior.cluster.values])
     assert np.bincount(k.ravel()).argmax() == n_orders
 

@@ -2,6 +2,14 @@
 
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+from pymc_crp.step_methods.normal_gibbs import (
+    NORMAL_MIXTURE_STEPS,
+    DirichletWeightsGibbs,
+    LatentNormalGibbs,
+    MixtureCRPGibbs,
+    MixtureLabelGibbs,
+    NormalInverseWishartGibbs,
+)
 from pymc_crp.step_methods.utilities import (
     HyperparameterMetropolis,
     UtilityMeanGibbs,
@@ -9,7 +17,13 @@ from pymc_crp.step_methods.utilities import (
 )
 
 __all__ = [
+    "NORMAL_MIXTURE_STEPS",
     "CRPGibbs",
+    "DirichletWeightsGibbs",
+    "LatentNormalGibbs",
+    "MixtureCRPGibbs",
+    "MixtureLabelGibbs",
+    "NormalInverseWishartGibbs",
     "ConcentrationGibbs",
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
