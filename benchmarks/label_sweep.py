@@ -120,6 +120,33 @@ def bench_sweeps(sizes, repeats, numpy_repeats):
     return rows
 
 
+def numpy_weights(loglik):
+    """The former NumPy ``likelihood_weights``: checks, row max, ``exp`` of the shifted matrix."""
+    if np.isnan(loglik).any() or np.isposinf(loglik).any():
+        raise FloatingPointError("NaN or +inf")
+    row_max = loglik.max(axis=1, keepdims=True)
+    impossible = ~np.isfinite(row_max[:, 0])
+    row_max[impossible] = 0.0
+    weights = np.exp(loglik - row_max)
+    weights[impossible] = 1.0
+    return weights, impossible
+
+
+def bench_weights(sizes, repeats):
+    """``likelihood_weights`` (one numba pass) against the NumPy formula, same matrices."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for n in sizes:
+        loglik = rng.normal(0.0, 2.0, size=(n, N_SLOTS))
+        np.testing.assert_allclose(
+            likelihood_weights(loglik)[0], numpy_weights(loglik)[0], rtol=1e-15, atol=0.0
+        )
+        t_fused = median_time(partial(likelihood_weights, loglik), repeats)
+        t_numpy = median_time(partial(numpy_weights, loglik), repeats)
+        rows.append((n, t_fused, t_numpy))
+    return rows
+
+
 def bench_step(sizes, repeats):
     import pymc as pm
 
@@ -182,6 +209,13 @@ def main():
     print("\n   weights = likelihood_weights(loglik) (exp of the row-shifted matrix), timed once")
     print("   per N; sweep = gibbs_label_sweep alone; target: sweep < 5 ms per 1e4 observations;")
     print("   in-order = the same sweep visiting observations 0..N-1 (memory order), diagnostic")
+
+    print(f"\n   weights, N x {N_SLOTS}: one numba pass against the NumPy formula (median)")
+    for n, t_fused, t_numpy in bench_weights(args.sizes, args.repeats):
+        print(
+            f"{n:>7} fused {t_fused * 1e3:8.2f} ms   numpy {t_numpy * 1e3:8.2f} ms   "
+            f"ratio {t_numpy / t_fused:5.1f}x"
+        )
 
     if args.skip_step:
         return

@@ -25,7 +25,9 @@ import time
 import numpy as np
 
 from pymc_crp import _linext
+from pymc_crp import _linext_tables as _tables
 from pymc_crp import posets as P
+from pymc_crp.lists import ListLikelihoodCache
 
 N_ITEMS, N_LISTS, LENGTH, P_ERR = 20, 1000, 10, 0.1
 
@@ -81,7 +83,7 @@ def main():
     warm = P.random_two_dimensional_order(6, rng)
     t0 = time.perf_counter()
     P.list_log_likelihoods_padded(warm, lists[:2, :4] % 6, np.full(2, 4), P_ERR)
-    cached = bool(_linext.loglik_stacked_kernel.stats.cache_hits)
+    cached = bool(_linext.ratios_kernel.stats.cache_hits)
     how = "loaded from the disk cache" if cached else "JIT-compiled (now cached on disk)"
     print(f"First call, kernel {how}: {time.perf_counter() - t0:.2f} s")
     print(f"{N_LISTS} lists of length {LENGTH} over {N_ITEMS} items, p = {P_ERR}\n")
@@ -133,6 +135,31 @@ def main():
     print(
         f"\nstacked, 5 random 2-D orders, labels per list: {t_st * 1e3:.2f} ms "
         f"(python {t_py * 1e3:.1f} ms, ratio {t_py / t_st:.0f})"
+    )
+
+    # The same call through the list-likelihood cache (what the PyMC Op and UtilityMetropolis
+    # use): a miss counts the lists' ratios, a hit (same orders again, any p) only combines.
+    padded = lists.astype(np.int64)
+    words = _tables.relation_words(stack)
+    t_miss, t_hit, t_new_p = [], [], []
+    for _ in range(7):
+        cache = ListLikelihoodCache()
+        list_set = cache.list_set(padded)
+        t0 = time.perf_counter()
+        ll_miss = cache.log_likelihoods(list_set, words, labels, P_ERR)
+        t1 = time.perf_counter()
+        ll_hit = cache.log_likelihoods(list_set, words, labels, P_ERR)
+        t2 = time.perf_counter()
+        cache.log_likelihoods(list_set, words, labels, 2 * P_ERR)
+        t3 = time.perf_counter()
+        t_miss.append(t1 - t0)
+        t_hit.append(t2 - t1)
+        t_new_p.append(t3 - t2)
+    np.testing.assert_array_equal(ll_miss, ll_st)
+    np.testing.assert_array_equal(ll_hit, ll_st)
+    print(
+        f"cached: miss {min(t_miss) * 1e3:.2f} ms, hit {min(t_hit) * 1e3:.3f} ms, "
+        f"hit at a new p {min(t_new_p) * 1e3:.3f} ms (stacked/hit {t_st / min(t_hit):.0f})"
     )
 
 

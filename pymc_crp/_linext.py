@@ -1,15 +1,16 @@
 """Numba kernels for linear extensions of partial orders on at most 128 items.
 
 The compiled core behind :mod:`pymc_crp.posets` (which validates all input): counting,
-uniform sampling and the queue-jumping list likelihood. Pure-Python preparation
-(bitsets, primes, binomials, CRT) lives in :mod:`pymc_crp._linext_tables`.
+uniform sampling and the count ratios of the queue-jumping list likelihood. Preparation
+(bitsets, primes, binomials, CRT) and the ratios-to-likelihood arithmetic live in
+:mod:`pymc_crp._linext_tables`.
 
 Compilation. The three entry points have ``cache=True``: their machine code, helpers
 linked in, is kept in ``__pycache__`` for later processes. Hence no jitclass (not
 cacheable): the memo is plain arrays, and the wrappers always pass the same dtypes and
 C-contiguous writable arrays, so each entry point compiles once. Helpers get no Python
 wrappers and, but for the two that allocate, no reference counting (an atomic update
-per array per call). Keep all njit code here: the cache does not see edits elsewhere.
+per array per call). Keep the helpers here: the cache does not see edits elsewhere.
 
 Sets and orders. A set of items is two uint64 words ``(lo, hi)`` (item ``x`` is bit
 ``x`` of ``lo`` or ``x - 64`` of ``hi``). An order is ``rel``, uint64 ``(4, n)``: rows
@@ -36,14 +37,12 @@ and resumes; entries left pending are expanded again. ``binom = (binom_f, binom_
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from pymc_crp._linext_tables import MAX_KERNEL_ITEMS
+from pymc_crp._linext_tables import MAX_KERNEL_ITEMS, loglik_from_ratios
 
 _OPTIONS = {"nogil": True, "error_model": "numpy"}
 _jit = njit(cache=True, **_OPTIONS)
@@ -517,29 +516,41 @@ def sample_lists_kernel(rel, p, uniforms, binom_f, max_states):
 
 
 @_leaf
-def _loglik_rows(rel, m, binom, lists, lengths, perm, t, stop, p, top_down, want_grad, ll, dp):
-    """Log-likelihoods of lists ``perm[t:stop]`` into ``ll, dp`` (see
-    :func:`loglik_stacked_kernel`). Returns the position reached: ``stop``, or an earlier
-    one when the memo must grow first; -1 past ``max_states``."""
-    need_counts = p < 1.0 or want_grad
+def _ratio_rows(rel, m, binom, lists, lengths, perm, t0, t, stop, top_down, ratios):
+    """Count ratios of lists ``perm[t:stop]`` into ``ratios`` (see :func:`ratios_kernel`).
+
+    A list with the item set of the list before it (``perm[t - 1]``, ``t > t0``) copies
+    the ratios of their common first steps. Returns the position reached: ``stop``, or an
+    earlier one when the memo must grow first; -1 past ``max_states``."""
     while t < stop:
         i = perm[t]
         n = lengths[i]
-        lo = _ZERO
-        hi = _ZERO
+        lo, hi = _ZERO, _ZERO
         for b in range(n):
             blo, bhi = _bit(lists[i, b])
             lo |= blo
             hi |= bhi
-        ll[i] = 0.0
-        dp[i] = 0.0
+        start = 0
+        j = perm[t - 1] if t > t0 else i
+        same = j != i and lengths[j] == n
+        for b in range(n if same else 0):  # the same item set?
+            blo, bhi = _bit(lists[j, b])
+            same = same and ((blo & lo) | (bhi & hi)) != _ZERO
+        while same and start < n - 1:  # then share the steps of a common beginning
+            y = lists[i, start] if top_down else lists[i, n - 1 - start]
+            if y != (lists[j, start] if top_down else lists[j, n - 1 - start]):
+                break
+            ratios[i, start] = ratios[j, start]
+            blo, bhi = _bit(y)
+            lo &= ~blo
+            hi &= ~bhi
+            start += 1
         c_now = -1.0  # C(T_j) when known from the previous step
-        for step in range(n - 1):
+        for step in range(start, n - 1):
             y = lists[i, step] if top_down else lists[i, n - 1 - step]
-            r = n - step
             blo, bhi = _bit(y)
             ratio = 0.0
-            if need_counts and (rel[0, y] & lo) == _ZERO and (rel[1, y] & hi) == _ZERO:
+            if (rel[0, y] & lo) == _ZERO and (rel[1, y] & hi) == _ZERO:
                 for which in range(2):  # C(T_j) unless known, then C(T_j - Y_j)
                     if which == 0 and c_now >= 0.0:
                         continue
@@ -553,13 +564,7 @@ def _loglik_rows(rel, m, binom, lists, lengths, perm, t, stop, p, top_down, want
                     c_now = c
             else:
                 c_now = -1.0
-            term = p / r + (1.0 - p) * ratio
-            if term <= 0.0:
-                ll[i] = -np.inf
-                dp[i] = np.inf
-                break
-            ll[i] += math.log(term)
-            dp[i] += (1.0 / r - ratio) / term
+            ratios[i, step] = ratio
             lo &= ~blo
             hi &= ~bhi
         t += 1
@@ -567,34 +572,47 @@ def _loglik_rows(rel, m, binom, lists, lengths, perm, t, stop, p, top_down, want
 
 
 @_jit
-def loglik_stacked_kernel(
-    rel_stack, lists, lengths, perm, starts, p, top_down, want_grad, binom_f, max_states
-):
-    """Per-list queue-jumping log-likelihoods; lists ``perm[starts[a]:starts[a + 1]]``
-    follow the order ``rel_stack[a]`` and share its memo.
-
-    Top-down, term ``j`` is ``p / (m - j + 1) + (1 - p) * 1{Y_j maximal in T_j} *
-    C(T_j - Y_j) / C(T_j)`` with ``T_j = {Y_j..Y_m}``; bottom-up lists are read backwards
-    (pass the dual orders). Also gives ``d log L / dp = sum_j (1 / r_j - ratio_j) /
-    term_j``. Returns ``(loglik, dloglik_dp, ok)``; not ``ok`` past ``max_states``.
+def ratios_kernel(rel_stack, lists, lengths, perm, starts, top_down, binom_f, max_states, ratios):
+    """Count ratios ``ratios[i, j] = 1{Y_j maximal in T_j} C(T_j - Y_j) / C(T_j)`` (top-down,
+    ``T_j = {Y_j..Y_m}``, ``j = 0..m-2``) of lists ``i = perm[starts[a]:starts[a + 1]]``
+    under the order ``rel_stack[a]``; bottom-up lists are read backwards (pass the dual
+    orders). Lists of one order share a memo of counts; a list shares the ratios of its
+    first steps with the list before it if both have the same item set (so sort them).
+    The ratios do not depend on ``p``. Returns ``ok`` (False past ``max_states``).
     """
-    ll = np.zeros(lists.shape[0])
-    dp = np.zeros(lists.shape[0])
     binom = (binom_f, np.empty((0, 1, 1), np.uint64))
     for a in range(rel_stack.shape[0]):
         t = starts[a]
         if t == starts[a + 1]:
             continue
-        rel = rel_stack[a]
         m = _new_memo(np.empty(0, np.uint64), max_states)
         while True:
-            t = _loglik_rows(
-                rel, m, binom, lists, lengths, perm, t, starts[a + 1], p, top_down, want_grad,
-                ll, dp,
+            t = _ratio_rows(
+                rel_stack[a], m, binom, lists, lengths, perm, starts[a], t, starts[a + 1],
+                top_down, ratios,
             )  # fmt: skip
             if not 0 <= t < starts[a + 1]:
                 break
-            m = _grow(m)
+            m = _grow(m)  # and resume
         if t < 0:
+            return False
+    return True
+
+
+def loglik_stacked_kernel(
+    rel_stack, lists, lengths, perm, starts, p, top_down, want_grad, binom_f, max_states
+):
+    """Log-likelihoods (and ``d/dp``) of lists ``perm[starts[a]:starts[a + 1]]`` under
+    orders ``rel_stack[a]``: :func:`ratios_kernel`, then ``loglik_from_ratios``
+    (``log L = sum_j log(p / r_j + (1 - p) ratio_j)``). Returns ``(ll, dp, ok)``."""
+    n_lists = lists.shape[0]
+    ll, dp = np.zeros(n_lists), np.zeros(n_lists)
+    ratios = np.zeros((n_lists, max(lists.shape[1] - 1, 0)))
+    if p < 1.0 or want_grad:  # at p = 1 every term is 1 / r_j: no counts needed
+        args = (lists, lengths, perm, starts, top_down, binom_f, max_states, ratios)
+        if not ratios_kernel(rel_stack, *args):
             return ll, dp, False
+    rows = perm[starts[0] : starts[-1]]
+    scratch = (np.empty(n_lists), np.empty(n_lists), np.zeros(n_lists, dtype=np.bool_))
+    ll[rows], dp[rows] = loglik_from_ratios(ratios, lengths, rows, p, want_grad, *scratch)
     return ll, dp, True

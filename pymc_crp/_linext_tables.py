@@ -1,7 +1,11 @@
-"""Pure-Python tables for the linear-extension kernels: binomials, primes, CRT.
+"""Tables for the linear-extension kernels: binomials, primes, CRT, bitset orders.
 
 Exact counts are carried modulo a few primes below ``2**32`` (so that products of two
-residues fit in a ``uint64``) and rebuilt by the Chinese remainder theorem.
+residues fit in a ``uint64``) and rebuilt by the Chinese remainder theorem. Orders enter
+the kernels as bitsets (:func:`relation_words`). Two small self-contained numba kernels
+(cached on disk; they call nothing in :mod:`pymc_crp._linext`) live here too:
+:func:`utility_relation_words` builds the bitsets straight from utilities and
+:func:`loglik_from_ratios` turns count ratios into list log-likelihoods at a given ``p``.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 MAX_KERNEL_ITEMS = 128
 """Largest number of items a kernel call can handle (two 64-bit words per set)."""
@@ -128,6 +133,39 @@ def relation_words(closed: np.ndarray, dual: bool = False) -> np.ndarray:
     return np.ascontiguousarray(np.stack(words, axis=-2))
 
 
+@njit(cache=True, nogil=True)
+def _utility_words(eta, dual):  # pragma: no cover - compiled
+    n_orders, n_items, n_dims = eta.shape
+    rel = np.zeros((n_orders, 4, n_items), np.uint64)
+    for a in range(n_orders):
+        for x in range(n_items):
+            for y in range(n_items):
+                above = True  # y above x: eta[a, y, k] > eta[a, x, k] for every k
+                below = True
+                for k in range(n_dims):
+                    above = above and eta[a, y, k] > eta[a, x, k]
+                    below = below and eta[a, x, k] > eta[a, y, k]
+                bit = np.uint64(1) << np.uint64(y % 64)
+                word = y // 64
+                if below if dual else above:
+                    rel[a, word, x] |= bit
+                if above or below:
+                    rel[a, 2 + word, x] |= bit
+    return rel
+
+
+def utility_relation_words(eta, dual: bool = False) -> np.ndarray:
+    """``relation_words(dominance_orders(eta), dual)`` without the boolean matrices.
+
+    ``eta`` is ``(L, M, K)`` float (``M <= 128``); item ``y`` is above ``x`` in order ``a``
+    iff ``eta[a, y, k] > eta[a, x, k]`` for every ``k``. Returns uint64 ``(L, 4, M)``.
+    """
+    eta = np.ascontiguousarray(eta, dtype=np.float64)
+    if eta.ndim != 3 or eta.shape[1] > MAX_KERNEL_ITEMS:
+        raise ValueError(f"eta must be (L, M, K) with M <= {MAX_KERNEL_ITEMS}, got {eta.shape}")
+    return _utility_words(eta, bool(dual))
+
+
 def chain_partition_sizes(closed: np.ndarray) -> np.ndarray:
     """Sizes of a greedy partition of a closed ``(n, n)`` order into chains.
 
@@ -154,3 +192,43 @@ def group_by_label(labels: np.ndarray, n_groups: int):
     starts = np.zeros(n_groups + 1, dtype=np.int64)
     np.cumsum(np.bincount(labels, minlength=n_groups), out=starts[1:])
     return perm, starts
+
+
+@njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False)
+def _combine(ratios, u, n, p, want_grad):  # pragma: no cover - compiled
+    ll = 0.0
+    dp = 0.0
+    for step in range(n - 1):
+        r = n - step
+        ratio = ratios[u, step]
+        term = p / r + (1.0 - p) * ratio
+        if term <= 0.0:
+            return -np.inf, np.inf
+        ll += math.log(term)
+        if want_grad:
+            dp += (1.0 / r - ratio) / term
+    return ll, dp
+
+
+@njit(cache=True, nogil=True)
+def loglik_from_ratios(ratios, lengths, index, p, want_grad, row_ll, row_dp, seen):
+    """``(loglik, dloglik_dp)`` at ``p`` of lists ``index`` (rows of ``ratios`` and
+    ``lengths``, with repeats) from their count ratios (``ratios_kernel`` in
+    :mod:`pymc_crp._linext`)::
+
+        log L = sum_j log(p / r_j + (1 - p) ratio_j),   r_j = m - j,
+        d log L / dp = sum_j (1 / r_j - ratio_j) / term_j   (only if ``want_grad``, else 0).
+
+    Row ``u`` is combined once and kept in ``row_ll[u], row_dp[u]`` (``seen[u]`` set):
+    pass the same arrays again for the same ``p`` and ``want_grad``.
+    """
+    ll = np.empty(index.shape[0])
+    dp = np.empty(index.shape[0])
+    for t in range(index.shape[0]):
+        u = index[t]
+        if not seen[u]:
+            row_ll[u], row_dp[u] = _combine(ratios, u, lengths[u], p, want_grad)
+            seen[u] = True
+        ll[t] = row_ll[u]
+        dp[t] = row_dp[u]
+    return ll, dp

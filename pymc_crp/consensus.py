@@ -84,6 +84,8 @@ def relation_probabilities(utilities, transform: Callable | None = None, *, chun
     -------
     numpy.ndarray of float64, shape (M, M)
     """
+    if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     u = np.asarray(utilities, dtype=np.float64)
     if u.ndim < 3:
         raise ValueError(f"utilities must have shape (S, M, K), got {u.shape}")

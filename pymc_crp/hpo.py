@@ -45,6 +45,15 @@ class EquicorrelatedNormalRV(RandomVariable):
         mu = np.asarray(mu, dtype=float)
         rho = np.asarray(rho, dtype=float)[..., None]
         scale = np.asarray(scale, dtype=float)[..., None]
+        # Symbolic parameters are only known here: never return NaN draws. The closed
+        # boundaries rho = 1 and scale = 0 (reachable in floating point) give valid
+        # degenerate draws.
+        if not np.all((rho >= 0.0) & (rho <= 1.0)):
+            raise ValueError(f"rho must lie in [0, 1), got {rho.squeeze(-1)!r}")
+        if not np.all((scale >= 0.0) & np.isfinite(scale)):
+            raise ValueError(f"scale must be positive and finite, got {scale.squeeze(-1)!r}")
+        if not np.all(np.isfinite(mu)):
+            raise ValueError("mu must be finite")
         if size is None:
             shape = np.broadcast_shapes(mu.shape, rho.shape, scale.shape)
         else:
@@ -76,6 +85,32 @@ def equicorrelated_logpdf(value, mu, rho, scale):
     return -0.5 * (k * _LOG_2PI + logdet + quad)
 
 
+def _constant(x):
+    """The value of ``x`` if it is a NumPy/Python constant or a PyTensor constant, else None."""
+    if isinstance(x, pt.TensorConstant):
+        return np.asarray(x.data)
+    if isinstance(x, pt.TensorVariable) or hasattr(x, "owner"):
+        return None
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"expected a number or an array of numbers, got {x!r}") from None
+
+
+def _check_constant_parameters(mu, rho, scale) -> None:
+    """Raise ``ValueError`` naming the parameter for invalid constant parameters."""
+    mu_value, rho_value, scale_value = _constant(mu), _constant(rho), _constant(scale)
+    mu_ndim = mu_value.ndim if mu_value is not None else pt.as_tensor_variable(mu).ndim
+    if mu_ndim < 1:
+        raise ValueError("mu must have at least one dimension (the K latent dimensions)")
+    if mu_value is not None and not np.all(np.isfinite(mu_value)):
+        raise ValueError("mu must be finite")
+    if rho_value is not None and not np.all((rho_value >= 0.0) & (rho_value < 1.0)):
+        raise ValueError(f"rho must lie in [0, 1), got {rho_value!r}")
+    if scale_value is not None and not np.all(np.isfinite(scale_value) & (scale_value > 0.0)):
+        raise ValueError(f"scale must be positive and finite, got {scale_value!r}")
+
+
 class EquicorrelatedNormal(Continuous):
     r"""Normal vectors with equicorrelated covariance ``s² ((1-ρ) I + ρ 1 1ᵀ)``.
 
@@ -98,6 +133,7 @@ class EquicorrelatedNormal(Continuous):
 
     @classmethod
     def dist(cls, mu, rho, scale=1.0, **kwargs):
+        _check_constant_parameters(mu, rho, scale)
         mu = pt.as_tensor_variable(mu)
         return super().dist(
             [pt.cast(mu, "float64"), pt.cast(rho, "float64"), pt.cast(scale, "float64")], **kwargs

@@ -35,7 +35,11 @@ from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.distributions.transforms import _default_transform
 from pymc.logprob.transforms import Transform
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.basic import Alloc
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.variable import TensorConstant
 
 __all__ = [
     "CholeskyLogDiagTransform",
@@ -136,14 +140,32 @@ def _logdet_and_trace_inv(sigma, scale, d: int):
     """``log|Σ|``, ``log|Ω|``, ``tr(Ω Σ⁻¹)`` and a positive-definiteness flag, batched."""
     if d <= UNROLL_MAX_DIM:
         chol_s, ok_s = _unrolled_cholesky(sigma, d)
-        chol_o, ok_o = _unrolled_cholesky(scale, d)
         logdet_s = 2.0 * sum(pt.log(chol_s[j][j]) for j in range(d))
-        logdet_o = 2.0 * sum(pt.log(chol_o[j][j]) for j in range(d))
+        scale_value = _constant_value(scale)
+        if scale_value is not None:  # a constant scale: its terms in NumPy (no constant folding)
+            sign, logdet = np.linalg.slogdet(scale_value)
+            ok_o = pt.as_tensor(np.all(sign > 0))
+            logdet_o = pt.as_tensor(np.where(sign > 0, logdet, 0.0))
+            if scale_value.size == d * d:  # drop the length-1 batch axes PyTensor may add
+                scale_value = scale_value.reshape(d, d)
+            scale = pt.as_tensor(scale_value)
+        else:
+            chol_o, ok_o = _unrolled_cholesky(scale, d)
+            logdet_o = 2.0 * sum(pt.log(chol_o[j][j]) for j in range(d))
+        # W = L_Σ⁻¹ (lower triangular, by forward substitution on the identity), then
+        # (Σ⁻¹)_ij = Σ_k W_ki W_kj and tr(Ω Σ⁻¹) = Σ_ij Ω_ij (Σ⁻¹)_ij.
+        inv_chol = [[None] * d for _ in range(d)]
+        for i in range(d):
+            inv_chol[i][i] = 1.0 / chol_s[i][i]
+            for j in range(i):
+                acc = sum(chol_s[i][k] * inv_chol[k][j] for k in range(j, i))
+                inv_chol[i][j] = -acc / chol_s[i][i]
         trace = 0.0
-        for col in range(d):  # column `col` of L_Σ⁻¹ L_Ω; L_Ω is lower triangular
-            rhs = [chol_o[i][col] if i >= col else pt.zeros_like(chol_o[0][0]) for i in range(d)]
-            z = _unrolled_forward_solve(chol_s, rhs, d)
-            trace = trace + sum(zi**2 for zi in z)
+        for i in range(d):
+            for j in range(d):
+                lo = max(i, j)
+                prec_ij = sum(inv_chol[k][i] * inv_chol[k][j] for k in range(lo, d))
+                trace = trace + scale[..., i, j] * prec_ij
         return logdet_s, logdet_o, trace, pt.and_(ok_s, ok_o)
     sigma, scale = pt.broadcast_arrays(sigma, scale)
     chol_s = pt.linalg.cholesky(sigma, lower=True, on_error="nan")
@@ -156,6 +178,30 @@ def _logdet_and_trace_inv(sigma, scale, d: int):
     solved = pt.linalg.solve_triangular(chol_s, chol_o, lower=True)
     trace = pt.switch(ok, pt.sum(solved**2, axis=(-2, -1)), 0.0)
     return logdet_s, logdet_o, trace, ok
+
+
+def _constant_value(x) -> np.ndarray | None:
+    """The value of ``x`` as a float64 array if it depends on no input, else ``None``."""
+    x = _strip_broadcast(x)
+    if isinstance(x, TensorConstant):
+        return np.asarray(x.data, dtype=np.float64)
+    if any(
+        v.owner is None and not isinstance(v, Constant) for v in ancestors([x])
+    ):
+        return None
+    return np.asarray(x.eval(), dtype=np.float64)
+
+
+def _strip_broadcast(x):
+    """``x`` without the outer ``Alloc`` (broadcast to a batch shape) PyMC may wrap it in.
+
+    The log-density formulas broadcast by themselves, so the result is unchanged; indexing
+    ``x[..., i, j]`` of an ``Alloc`` sends PyTensor's pre-gradient rewrites (``rewrite_pregrad``
+    in :meth:`pymc.Model.dlogp`) into a very long loop.
+    """
+    while x.owner is not None and isinstance(x.owner.op, Alloc):
+        x = x.owner.inputs[0]
+    return x
 
 
 def _multigammaln(a, d: int):
@@ -286,6 +332,21 @@ class CholeskyLogDiagTransform(Transform):
         return pt.reshape(flat, shape, ndim=value.ndim + 1)
 
     def backward(self, value, *inputs):
+        value = pt.as_tensor_variable(value)
+        d = self.d
+        if d <= UNROLL_MAX_DIM:  # elementwise Σ_ij = Σ_k L_ik L_jk: small, fusable graphs
+            lower = [[None] * d for _ in range(d)]
+            for pos, (i, j) in enumerate(zip(self.rows, self.cols, strict=True)):
+                entry = value[..., pos]
+                lower[i][j] = pt.exp(entry) if i == j else entry
+            rows = []
+            for i in range(d):
+                row = []
+                for j in range(d):
+                    a, b = max(i, j), min(i, j)
+                    row.append(sum(lower[a][k] * lower[b][k] for k in range(b + 1)))
+                rows.append(pt.stack(row, axis=-1))
+            return pt.stack(rows, axis=-2)
         lower = self._lower(value)
         return pt.matmul(lower, pt.swapaxes(lower, -1, -2))
 
@@ -394,6 +455,7 @@ class InverseWishart(Continuous):
 
     def logp(value, nu, scale):
         d = static_dim(value, "the inverse-Wishart value")
+        scale = _strip_broadcast(scale)
         logdet_s, logdet_o, trace, ok = _logdet_and_trace_inv(value, scale, d)
         res = (
             0.5 * nu * logdet_o

@@ -15,6 +15,8 @@ the joint ``(c, φ)``; nothing is accepted or rejected. The cost is ``O(N L)`` p
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -28,20 +30,36 @@ def likelihood_weights(loglik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Rows that are ``-inf`` everywhere (an observation impossible under every slot) get
     ``E = 1`` so that their label follows the prior; the second output flags them.
-    Raises ``FloatingPointError`` on NaN or ``+inf`` entries.
+    Raises ``FloatingPointError`` on NaN or ``+inf`` entries. One compiled pass per row
+    (the row maximum, then the exponentials), no temporaries.
     """
-    loglik = np.asarray(loglik, dtype=np.float64)
-    if np.isnan(loglik).any() or np.isposinf(loglik).any():
+    loglik = np.ascontiguousarray(loglik, dtype=np.float64)
+    weights = np.empty(loglik.shape)
+    impossible = np.empty(loglik.shape[0], dtype=bool)
+    if not _weights_kernel(loglik, weights, impossible):
         raise FloatingPointError(
             "the log-likelihood matrix of the labels has NaN or +inf entries; check the model's "
             "parameters and data"
         )
-    row_max = loglik.max(axis=1, keepdims=True)
-    impossible = ~np.isfinite(row_max[:, 0])
-    row_max[impossible] = 0.0
-    weights = np.exp(loglik - row_max)
-    weights[impossible] = 1.0
     return weights, impossible
+
+
+@njit(cache=True, nogil=True)
+def _weights_kernel(loglik, weights, impossible):  # pragma: no cover
+    """Fill ``weights`` and ``impossible`` (see :func:`likelihood_weights`); False on NaN or
+    ``+inf`` entries."""
+    n_obs, n_slots = loglik.shape
+    for i in range(n_obs):
+        row_max = -np.inf
+        for j in range(n_slots):
+            v = loglik[i, j]
+            if np.isnan(v) or v == np.inf:
+                return False
+            row_max = max(row_max, v)
+        impossible[i] = row_max == -np.inf
+        for j in range(n_slots):
+            weights[i, j] = 1.0 if impossible[i] else math.exp(loglik[i, j] - row_max)
+    return True
 
 
 @njit(cache=True, nogil=True)

@@ -25,11 +25,25 @@ __all__ = ["clustered_partial_orders", "partial_order"]
 PARTITIONS = ("crp", "dirichlet-multinomial")
 
 
-def _check_common(lists, n_items, n_dims, covariates):
-    if not isinstance(n_items, int | np.integer) or n_items < 2:
+def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item_names=None):
+    if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 2:
         raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
-    if not isinstance(n_dims, int | np.integer) or n_dims < 1:
+    if isinstance(n_dims, bool) or not isinstance(n_dims, int | np.integer) or n_dims < 1:
         raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    try:
+        ab = np.asarray(rho_prior, dtype=float)
+    except (TypeError, ValueError):
+        ab = np.full(0, np.nan)
+    if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+        raise ValueError(
+            f"rho_prior must be a pair (a, b) of positive finite Beta parameters, got {rho_prior!r}"
+        )
+    if item_names is not None:
+        names = list(item_names)
+        if len(names) != n_items:
+            raise ValueError(f"item_names must hold n_items={n_items} names, got {len(names)}")
+        if len(set(names)) != len(names):
+            raise ValueError("item_names must be distinct")
     padded = encode_lists(lists, int(n_items), name="lists")
     if covariates is not None:
         covariates = np.asarray(covariates, dtype=float)
@@ -52,7 +66,11 @@ def _hyperpriors(model, n_dims, noise, rho_prior):
         p = pm.Beta("p", 1.0, 9.0)
         set_role(model, p, "hyperparameter")
     else:
-        if not 0.0 <= float(noise) <= 1.0:
+        try:
+            noise_value = float(noise)
+        except (TypeError, ValueError):
+            noise_value = np.nan
+        if not 0.0 <= noise_value <= 1.0:
             raise ValueError(f"noise must be a probability in [0, 1] or None, got {noise!r}")
         p = float(noise)
     return rho, p
@@ -100,7 +118,7 @@ def partial_order(
     item_names : list of str, optional
         Coordinates of the ``item`` dimension.
     """
-    padded, covariates = _check_common(lists, n_items, n_dims, covariates)
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     coords = {
         "item": list(item_names) if item_names is not None else list(range(n_items)),
         "dim": list(range(n_dims)),
@@ -165,9 +183,22 @@ def clustered_partial_orders(
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if not isinstance(max_clusters, int | np.integer) or max_clusters < 1:
+    if (
+        isinstance(max_clusters, bool)
+        or not isinstance(max_clusters, int | np.integer)
+        or max_clusters < 1
+    ):
         raise ValueError(f"max_clusters must be a positive integer, got {max_clusters!r}")
-    padded, covariates = _check_common(lists, n_items, n_dims, covariates)
+    if concentration is not None:
+        try:
+            value = float(concentration)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"concentration must be a positive number or None, got {concentration!r}"
+            ) from None
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"concentration must be a positive finite number, got {value!r}")
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     n_lists = padded.shape[0]
     coords = {
         "item": list(item_names) if item_names is not None else list(range(n_items)),

@@ -394,15 +394,45 @@ def sample_dirichlet_multinomial_labels(
 def relabel_by_appearance(labels) -> np.ndarray:
     """Canonical labels: blocks numbered ``0, 1, …`` in order of first appearance.
 
-    Works on the last axis of an array of label vectors.
+    Works on the last axis of an array of label vectors. The input labels are only names of
+    blocks: any integers are accepted (negative or large ones included), as are floats with
+    integral values.
+
+    Parameters
+    ----------
+    labels : array_like of int, shape (..., N)
+
+    Returns
+    -------
+    numpy.ndarray of int64, same shape
+
+    Raises
+    ------
+    TypeError
+        For non-numeric (or boolean) labels.
+    ValueError
+        For a scalar, NaN, infinite or non-integral labels.
     """
-    arr = np.asarray(labels, dtype=np.int64)
-    flat = arr.reshape(-1, arr.shape[-1]) if arr.ndim > 1 else arr[None, :]
+    arr = np.asarray(labels)
+    if arr.dtype == object or arr.dtype.kind not in "iuf":
+        raise TypeError(f"labels must be an array of integer labels, got dtype {arr.dtype}")
+    if arr.ndim == 0:
+        raise ValueError("labels must be a vector of labels, got a scalar")
+    if arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("labels must be finite integer labels (found NaN or infinity)")
+        if not np.all(arr == np.round(arr)) or np.any(np.abs(arr) >= 2.0**62):
+            raise ValueError("labels must be integer labels, got non-integer values")
+    elif arr.dtype.kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError("labels must fit in int64")
+    arr = arr.astype(np.int64)
+    if arr.size == 0:
+        return arr
+    flat = arr.reshape(-1, arr.shape[-1])
     out = np.empty_like(flat)
     for r, row in enumerate(flat):
-        _, first = np.unique(row, return_index=True)
-        order = np.argsort(first)
-        mapping = np.empty(row.max() + 1 if row.size else 0, dtype=np.int64)
-        mapping[np.unique(row)[order]] = np.arange(order.size)
-        out[r] = mapping[row]
+        uniq, first, inverse = np.unique(row, return_index=True, return_inverse=True)
+        rank = np.empty(uniq.size, dtype=np.int64)
+        rank[np.argsort(first)] = np.arange(uniq.size)
+        out[r] = rank[inverse.ravel()]
     return out.reshape(arr.shape)

@@ -76,7 +76,14 @@ def _infer_n(n, kwargs, name_of_prior: str) -> int:
             n = shape[-1] if isinstance(shape, tuple | list) else shape
         else:
             raise TypeError(f"{name_of_prior} needs n, the number of labels (observations)")
-    return _static_int(n, "n")
+    n = _static_int(n, "n")
+    if observed is not None and _constant_value(observed) is not None:
+        obs_shape = np.shape(_constant_value(observed))
+        if len(obs_shape) == 0 or obs_shape[-1] != n:
+            raise ValueError(
+                f"observed must hold label vectors of length n={n}, got shape {obs_shape}"
+            )
+    return n
 
 
 def _scalar_slots(n_slots) -> TensorVariable | int:

@@ -99,6 +99,11 @@ def plot_similarity(
                 f"similarity_or_idata must be label draws or a square similarity matrix, "
                 f"got shape {sim.shape}"
             )
+        if not np.all(np.isfinite(sim)) or np.any((sim < 0.0) | (sim > 1.0)):
+            raise ValueError(
+                "similarity_or_idata as a similarity matrix must hold probabilities in [0, 1] "
+                "(no NaN or infinity)"
+            )
     n = sim.shape[0]
     labels = None
     if isinstance(order_by, str):
@@ -226,6 +231,12 @@ def plot_membership(
             raise ValueError(
                 f"membership_or_idata must be an (N, K) matrix, got shape {probs.shape}"
             )
+        if not np.all(np.isfinite(probs)) or np.any((probs < 0.0) | (probs > 1.0)):
+            raise ValueError(
+                "membership_or_idata must hold probabilities in [0, 1] (no NaN or infinity)"
+            )
+        if np.any(np.abs(probs.sum(axis=1) - 1.0) > 1e-6):
+            raise ValueError("membership_or_idata rows must sum to 1 (one distribution per item)")
     if order_by not in ("cluster", None):
         raise ValueError(f"order_by must be 'cluster' or None, got {order_by!r}")
     n, k = probs.shape

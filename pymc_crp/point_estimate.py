@@ -514,6 +514,8 @@ def point_estimate_partition(
         Only when ``return_loss``; as :func:`expected_loss`.
     """
     kind = _check_loss(loss)
+    if seed is not None:
+        seed = _nonnegative_int(seed, "seed")
     n_runs = _nonnegative_int(n_runs, "n_runs")
     max_sweeps = _positive_int(max_sweeps, "max_sweeps")
     max_zealous = _nonnegative_int(max_zealous, "max_zealous")

@@ -80,6 +80,11 @@ def ecr_permutations(labels, pivot, n_slots: int) -> np.ndarray:
     return perm
 
 
+def _check_max_iter(max_iter) -> None:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
 def stephens_permutations(probs, init=None, *, max_iter: int = 100, chunk: int = 256):
     """Stephens' (2000) KL relabelling of per-draw membership probabilities.
 
@@ -100,6 +105,9 @@ def stephens_permutations(probs, init=None, *, max_iter: int = 100, chunk: int =
     n_iter : int
         Iterations until no permutation changed (``max_iter`` if not converged).
     """
+    _check_max_iter(max_iter)
+    if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
+        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
     p = np.asarray(probs, dtype=np.float64)
     if p.ndim != 3:
         raise ValueError(f"probs must have shape (S, N, L), got {p.shape}")
@@ -296,6 +304,7 @@ def relabel(
         the relabelled membership stat, and the stat ``{var_name}_permutation``
         ``(chain, draw, slot)``: ``τ_s(a)``, the new slot of old slot ``a``.
     """
+    _check_max_iter(max_iter)
     z_da, z, flat, n_slots, pivot = _prepare(
         idata, var_name, params, method, pivot, n_slots, membership_var
     )

@@ -726,6 +726,26 @@ def test_likelihood_weights_unit():
             likelihood_weights(loglik_bad)
 
 
+def test_likelihood_weights_kernel_matches_the_numpy_formula():
+    from pymc_crp import label_sweep
+
+    rng = np.random.default_rng(5)
+    loglik = rng.normal(size=(500, 7)) * 40.0
+    loglik[3] = -np.inf
+    loglik[4, 2] = -np.inf
+    loglik[5] = [-1e308, -np.inf, -1e308, 0.0, 5.0, -np.inf, 1e300]
+    w, impossible = likelihood_weights(loglik)
+    row_max = loglik.max(axis=1, keepdims=True)
+    row_max[~np.isfinite(row_max)] = 0.0
+    want = np.exp(loglik - row_max)
+    want[3] = 1.0
+    np.testing.assert_allclose(w, want, rtol=1e-15, atol=0.0)  # libm exp vs NumPy's: 1 ulp
+    np.testing.assert_array_equal(impossible, np.arange(500) == 3)
+    assert w.flags.c_contiguous and w.dtype == np.float64
+    likelihood_weights(np.asfortranarray(loglik[:, :3]).astype(np.float32))
+    assert len(label_sweep._weights_kernel.signatures) == 1
+
+
 # --------------------------------------------------------------------------------------------
 # 7. The numba sweep alone against the exact label-vector target
 # --------------------------------------------------------------------------------------------

@@ -394,3 +394,24 @@ def test_membership_probs_option_for_finite_labels():
     probs = idata.sample_stats["membership_probs"].values
     assert probs.shape == (1, 20, 40, 4)
     np.testing.assert_allclose(probs.sum(-1), 1.0)
+
+
+def test_relabelled_membership_probabilities_of_finite_mixture():
+    """After relabelling, P(z_i = k | Y) puts each point on its true cluster (up to naming)."""
+    y, truth, _ = simulate(60, seed=19)
+    model = measurement_error_mixture(
+        y, partition="finite", n_components=4, concentration=1.0, membership_probs=True
+    )
+    with model:
+        idata = pm.sample(100, tune=100, chains=2, random_seed=20, **QUIET)
+    probs = pmc.membership_probabilities(idata, "cluster")
+    assert probs.shape == (60, 4)
+    np.testing.assert_allclose(probs.sum(1), 1.0)
+    estimate = probs.argmax(1)
+    assert pmc.adjusted_rand_index(estimate, truth) == 1.0
+    assert probs.max(1).min() > 0.99
+    relabelled = pmc.relabel(idata, "cluster", ["mu"])
+    mu = relabelled.posterior["mu"].mean(("chain", "draw")).values  # (K, D)
+    for k in range(4):  # slot of the points of true cluster k holds their mean
+        slot = np.bincount(estimate[truth == k]).argmax()
+        np.testing.assert_allclose(mu[slot], y[truth == k].mean(0), atol=0.3)

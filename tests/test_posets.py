@@ -685,7 +685,9 @@ def test_each_kernel_compiles_once_whatever_the_input_types():
             P.list_log_likelihoods_stacked(
                 np.broadcast_to(closed, (2, 10, 10)), ro_lists, (3, 2), [1, 0], 1, top_down
             )
-    for kernel in (K.count_kernel, K.sample_lists_kernel, K.loglik_stacked_kernel):
+    from pymc_crp import _linext_tables as T
+
+    for kernel in (K.count_kernel, K.sample_lists_kernel, K.ratios_kernel, T.loglik_from_ratios):
         assert len(kernel.signatures) == 1, kernel.signatures
 
 
@@ -700,12 +702,13 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
     script = """if True:
         import numpy as np
-        from pymc_crp import _linext as K, posets as P
+        from pymc_crp import _linext as K, _linext_tables as T, posets as P
         adj = P.crown_order(3)
         P.count_linear_extensions(adj)
         P.sample_list(adj, range(6), 0.1, np.random.default_rng(0))
         P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
-        kernels = (K.count_kernel, K.sample_lists_kernel, K.loglik_stacked_kernel)
+        kernels = (K.count_kernel, K.sample_lists_kernel, K.ratios_kernel,
+                   T.loglik_from_ratios)
         print(sum(len(k.stats.cache_hits) for k in kernels),
               sum(len(k.stats.cache_misses) for k in kernels))
     """
@@ -721,4 +724,21 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
         cwd=tmp_path,
     )
     hits, misses = map(int, out.stdout.split()[-2:])
-    assert (hits, misses) == (3, 0), out.stdout + out.stderr
+    assert (hits, misses) == (4, 0), out.stdout + out.stderr
+
+
+def test_utility_relation_words_match_the_dominance_orders():
+    from pymc_crp import _linext_tables as T
+
+    rng = np.random.default_rng(24)
+    for m_items in (1, 7, 64, 65, 128):
+        for k in (1, 2, 3):
+            eta = rng.normal(size=(3, m_items, k))
+            eta[0, : m_items // 2, 0] = 0.0  # ties leave items incomparable
+            closed = np.all(eta[..., :, None, :] > eta[..., None, :, :], axis=-1)
+            for dual in (False, True):
+                got = T.utility_relation_words(eta, dual)
+                np.testing.assert_array_equal(got, T.relation_words(closed, dual))
+    with pytest.raises(ValueError, match="M <= 128"):
+        T.utility_relation_words(np.zeros((1, 129, 2)))
+    assert len(T._utility_words.signatures) == 1

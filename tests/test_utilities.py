@@ -210,3 +210,40 @@ def test_utility_step_reproducible_and_validates():
         pmc.UtilityMetropolis([model["rho"]], model=model)
     adj = partial_order_from_utilities(pa["U"])
     assert adj.shape == (3, 3)
+
+
+def test_utility_step_same_chain_with_and_without_the_cache():
+    """The list-likelihood cache and the reuse of unchanged orders change no draw."""
+    from pymc_crp.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache
+
+    rng = np.random.default_rng(11)
+    orders = [partial_order_from_utilities(rng.normal(size=(7, 2))) for _ in range(2)]
+    lists = []
+    for i in range(60):
+        items = rng.choice(7, size=4 + i % 4, replace=False)
+        lists.append(pmc.posets.sample_list(orders[i % 2], items, 0.1, rng).tolist())
+    model = pmc.models.clustered_partial_orders(lists, 7, n_dims=2, max_clusters=4)
+    cache = list_likelihood_cache()
+    traces = []
+    for max_bytes in (DEFAULT_CACHE_BYTES, 0):
+        cache.clear()
+        cache.max_bytes = max_bytes
+        try:
+            with model:
+                step = pm.sampling.mcmc.instantiate_steppers(
+                    model, *pm.sampling.mcmc.assign_step_methods(model, None)
+                )
+                step = pm.CompoundStep(step) if isinstance(step, list) else step
+                step.set_rng(np.random.default_rng(3))
+                point, trace = model.initial_point(), []
+                for _ in range(15):
+                    point, _ = step.step(point)
+                    trace.append(np.concatenate([np.ravel(point[k]) for k in sorted(point)]))
+            traces.append(np.array(trace))
+            if max_bytes:
+                assert cache.reused > 0 and len(cache) > 0
+            else:
+                assert len(cache) == 0
+        finally:
+            cache.max_bytes = DEFAULT_CACHE_BYTES
+    np.testing.assert_array_equal(traces[0], traces[1])

@@ -90,10 +90,20 @@ def read_preflib(path, ties: str = "error") -> RankData:
         elif line.strip():
             body.append(line)
     if n_items is None:  # legacy format: n, then n lines "i,name", then a counts line
-        n_items = int(body[0].strip())
-        for line in body[1 : n_items + 1]:
-            idx, name = line.split(",", 1)
-            names[int(idx)] = name.strip()
+        if not body:
+            raise ValueError(f"{path.name}: no header and no data lines (not a PrefLib file)")
+        try:
+            n_items = int(body[0].strip())
+            for line in body[1 : n_items + 1]:
+                idx, name = line.split(",", 1)
+                names[int(idx)] = name.strip()
+        except ValueError:
+            raise ValueError(
+                f"{path.name}: cannot read the header (neither '# NUMBER ALTERNATIVES:' nor "
+                f"the legacy item count and item lines)"
+            ) from None
+    if n_items < 1:
+        raise ValueError(f"{path.name}: the number of alternatives must be positive, got {n_items}")
         body = [
             ",".join(line.split(",")[:1]) + ":" + ",".join(line.split(",")[1:])
             for line in body[n_items + 2 :]
@@ -113,9 +123,22 @@ def read_preflib(path, ties: str = "error") -> RankData:
                         "needed (read with ties='truncate' to keep the strict prefix)"
                     )
                 break
+            if not token.isdigit():
+                raise ValueError(f"{path.name}: data line {number} has a bad item {token!r}")
             items.append(int(token) - 1)
         if items:
+            bad = [i + 1 for i in items if not 0 <= i < n_items]
+            if bad:
+                raise ValueError(
+                    f"{path.name}: data line {number} has item {bad[0]} outside the "
+                    f"alternatives 1..{n_items}"
+                )
+            if len(set(items)) != len(items):
+                dup = next(i + 1 for i in items if items.count(i) > 1)
+                raise ValueError(f"{path.name}: data line {number} repeats item {dup}")
             out.extend([list(items) for _ in range(count)])
+    if not out:
+        raise ValueError(f"{path.name}: the file holds no rankings")
     return RankData(
         lists=out,
         n_items=n_items,

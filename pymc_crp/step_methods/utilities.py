@@ -10,6 +10,9 @@ Metropolis moves that recompute only the lists they touch:
   ``U'_{a,j} = U_{a,j} + σ ε`` (accepted with prior ratio times the likelihood ratio of the
   slot's lists that contain item ``j``; the others do not change). Empty slots get an exact
   draw from their prior. ``σ`` and ``β`` are tuned towards acceptance 0.3 during tuning.
+  A proposal that leaves the slot's dominance order unchanged reuses the lists'
+  log-likelihoods; other orders go through :func:`~pymc_crp.lists.list_likelihood_cache`
+  (orders seen before, e.g. after a rejected move back, cost no counting).
 * :class:`UtilityMeanGibbs` — the exact Gibbs update of ``U0`` in the hierarchical model
   ``U0_j ~ N(0, Σ_ρ)``, ``U^{(a)}_j ~ N(τ U0_j, (1-τ²) Σ_ρ)``, ``a = 1..L``:
 
@@ -36,8 +39,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.hpo import EquicorrelatedNormalRV
-from pymc_crp.lists import PartialOrderListsRV, dominance_orders
-from pymc_crp.posets import list_log_likelihoods_padded, list_log_likelihoods_stacked
+from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
 from pymc_crp.step_methods.concentration import ConcentrationMetropolis
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -65,17 +67,25 @@ def _list_children(model, value_var, exclude):
 
 
 class _ListTerm:
-    """One observed PartialOrderLists term: compiled parameters and per-list caches."""
+    """One observed PartialOrderLists term: compiled parameters and the lists, prepared for
+    the process-wide :func:`~pymc_crp.lists.list_likelihood_cache`."""
 
     def __init__(self, model, rv, utility_value, compile_kwargs):
         _, _, utilities, labels, noise, _, top_down = rv.owner.inputs
         utilities, labels, noise = model.replace_rvs_by_values([utilities, labels, noise])
-        self.eta_fn = compile_point_function(model, pt.cast(utilities, "float64"), compile_kwargs)
+        # The order utilities are often the utility variable itself: read it from the point.
+        self.direct = None
+        if utilities is utility_value and utilities.ndim == 3:
+            self.direct = utility_value.name
+        else:
+            self.eta_fn = compile_point_function(
+                model, pt.cast(utilities, "float64"), compile_kwargs
+            )
         self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
         self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
         self.top_down = bool(pt.get_underlying_scalar_constant_value(top_down))
         self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
-        self.lengths = np.sum(self.lists >= 0, axis=1).astype(np.int64)
+        self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
         n_items = int(model.rvs_to_values[rv].data.max()) + 1
         self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
         rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
@@ -83,17 +93,23 @@ class _ListTerm:
         self.contains[rows[flat >= 0], flat[flat >= 0]] = True
         self.utility_name = utility_value.name
 
-    def all_logliks(self, point, labels, noise):
-        closed = dominance_orders(self.eta_fn(point))
-        return list_log_likelihoods_stacked(
-            closed, self.lists, self.lengths, labels, noise, self.top_down
-        )
+    def words(self, point, slot=None):
+        """Bitset orders ``(L, 4, M)`` of all slots, or ``(1, 4, M)`` of ``slot``."""
+        eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
+        eta = eta if eta.ndim == 3 else eta[None]
+        return order_words(eta if slot is None else eta[slot : slot + 1], self.top_down)
 
-    def slot_logliks(self, point, slot, rows, noise):
-        eta = self.eta_fn(point)
-        closed = dominance_orders(eta[slot] if eta.ndim == 3 else eta)
-        return list_log_likelihoods_padded(
-            closed, self.lists[rows], self.lengths[rows], noise, self.top_down
+    def all_logliks(self, point, labels, noise):
+        """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
+        words = self.words(point)
+        cache = list_likelihood_cache()
+        return words, cache.log_likelihoods(self.list_set, words, labels, noise)
+
+    def slot_logliks(self, words, rows, noise):
+        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``."""
+        labels = np.zeros(rows.shape[0], dtype=np.int64)
+        return list_likelihood_cache().log_likelihoods(
+            self.list_set, words, labels, noise, rows=rows
         )
 
 
@@ -183,23 +199,26 @@ class UtilityMetropolis(BlockedStep):
         n_slots = utilities.shape[0] if stacked else 1
         n_items = utilities.shape[-2]
         point[self._name] = utilities
-        states = []
+        states = []  # per term: labels, noise, cached log-likelihoods, current orders
         for term in self._terms:
             labels = term.labels_fn(point) if stacked else np.zeros(term.lists.shape[0], np.int64)
             noise = float(term.noise_fn(point))
-            states.append((labels, noise, term.all_logliks(point, labels, noise)))
+            states.append((labels, noise, *term.all_logliks(point, labels, noise)[::-1]))
         occupied = np.zeros(n_slots, dtype=bool)
-        for labels, _, _ in states:
-            occupied[np.unique(labels)] = True
+        for labels, *_ in states:
+            occupied[labels] = True
 
         mean = self._mean_fn(point) if self._gaussian else None
         draw = self._prior_draw(point) if self._gaussian else None
+        prior = None  # elementwise prior log-density at the current utilities, when known
         rw_tries = rw_accepts = pcn_tries = pcn_accepts = 0
         for slot in range(n_slots):
             index = (slot,) if stacked else ()
             if self._gaussian and not occupied[slot]:  # exact draw from the prior
                 utilities[index] = draw[index]
+                prior = None
                 continue
+            slot_rows = [np.flatnonzero(state[0] == slot) for state in states]
             if self._gaussian:
                 beta = self.pcn_step
                 proposal = utilities[index].copy()
@@ -208,22 +227,31 @@ class UtilityMetropolis(BlockedStep):
                     + math.sqrt(1.0 - beta**2) * (proposal - mean[index])
                     + beta * (draw[index] - mean[index])
                 )
-                accepted = self._accept_slot(point, states, slot, None, 0.0)
+                accepted = self._accept_slot(point, states, slot, slot_rows, None, 0.0)
                 if not accepted:
                     utilities[index] = proposal
+                else:
+                    prior = None
                 pcn_tries += 1
                 pcn_accepts += accepted
             for _ in range(self.item_sweeps):
                 for item in self.rng.permutation(n_items):
                     row = (*index, item)
                     old_row = utilities[row].copy()
-                    old_prior = self._prior_fn(point)[row]
+                    if prior is None:
+                        prior = self._prior_fn(point)
+                    old_prior = prior[row]
                     utilities[row] = old_row + self.rw_scale * self.rng.standard_normal(
                         old_row.shape
                     )
-                    log_prior_ratio = self._prior_fn(point)[row] - old_prior
-                    accepted = self._accept_slot(point, states, slot, item, log_prior_ratio)
-                    if not accepted:
+                    new_prior = self._prior_fn(point)  # rows are independent given the parents
+                    log_prior_ratio = new_prior[row] - old_prior
+                    accepted = self._accept_slot(
+                        point, states, slot, slot_rows, item, log_prior_ratio
+                    )
+                    if accepted:
+                        prior = new_prior
+                    else:
                         utilities[row] = old_row
                     rw_tries += 1
                     rw_accepts += accepted
@@ -246,26 +274,37 @@ class UtilityMetropolis(BlockedStep):
         }
         return point, [stats]
 
-    def _accept_slot(self, point, states, slot, item, log_ratio) -> bool:
-        """Metropolis test for a proposal already written into ``point``; caches on accept."""
+    def _accept_slot(self, point, states, slot, slot_rows, item, log_ratio) -> bool:
+        """Metropolis test for a proposal already written into ``point``; caches on accept.
+
+        Only the slot's lists (containing ``item`` for a one-item move) are recomputed; when
+        the proposal leaves the slot's order unchanged their log-likelihoods are reused.
+        """
         updates = []
-        for term, (labels, noise, logliks) in zip(self._terms, states, strict=True):
-            rows = labels == slot
+        for term, state, rows in zip(self._terms, states, slot_rows, strict=True):
+            _, noise, logliks, words = state
             if item is not None:
-                rows &= term.contains[:, item] if item < term.contains.shape[1] else False
-            rows = np.flatnonzero(rows)
+                contains = term.contains[:, item] if item < term.contains.shape[1] else None
+                rows = rows[contains[rows]] if contains is not None else rows[:0]
+            new_words = term.words(point, slot)
             if rows.size == 0:
+                updates.append((state, rows, None, new_words))
                 continue
-            new = term.slot_logliks(point, slot, rows, noise)
+            if np.array_equal(new_words[0], words[slot]):  # same order: same likelihoods
+                new = logliks[rows]
+            else:
+                new = term.slot_logliks(new_words, rows, noise)
             log_ratio += float(np.sum(new) - np.sum(logliks[rows]))
-            updates.append((logliks, rows, new))
+            updates.append((state, rows, new, new_words))
         if not np.isfinite(log_ratio):
             accepted = log_ratio > 0
         else:
             accepted = math.log(self.rng.random()) < log_ratio
         if accepted:
-            for logliks, rows, new in updates:
-                logliks[rows] = new
+            for (_, _, logliks, words), rows, new, new_words in updates:
+                if new is not None:
+                    logliks[rows] = new
+                words[slot] = new_words[0]
         return bool(accepted)
 
     def reset_tuning(self):
