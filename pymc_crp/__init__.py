@@ -6,7 +6,7 @@ Importing the package registers its step methods in ``pymc.STEP_METHODS`` so tha
 
 import pymc as pm
 
-from pymc_crp import datasets, models
+from pymc_crp import datasets, distributed, models, sbc
 from pymc_crp.consensus import (
     ConsensusOrder,
     consensus_order,
@@ -94,6 +94,8 @@ __all__ = [
     "UtilityMeanGibbs",
     "UtilityMetropolis",
     "datasets",
+    "distributed",
+    "sbc",
     "models",
     "CRPGibbs",
     "ConcentrationGibbs",

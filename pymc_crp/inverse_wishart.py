@@ -182,7 +182,7 @@ def _logdet_and_trace_inv(sigma, scale, d: int):
 
 def _constant_value(x) -> np.ndarray | None:
     """The value of ``x`` as a float64 array if it depends on no input, else ``None``."""
-    x = _strip_broadcast(x)
+    x = _strip_broadcast(pt.as_tensor_variable(x))
     if isinstance(x, TensorConstant):
         return np.asarray(x.data, dtype=np.float64)
     if any(
@@ -435,14 +435,23 @@ class InverseWishart(Continuous):
         scale = pt.as_tensor_variable(scale)
         if scale.ndim < 2:
             raise ValueError(f"scale must be a (..., D, D) matrix, got {scale.ndim} dimensions")
-        static_dim(scale, "scale")
-        for name, value in (("nu", nu), ("scale", scale)):
-            if isinstance(value, np.ndarray | float | int) or (
-                isinstance(value, pt.TensorConstant)
-            ):
-                arr = np.asarray(value.data if isinstance(value, pt.TensorConstant) else value)
-                if not np.all(np.isfinite(arr)):
-                    raise ValueError(f"{name} must be finite")
+        d = static_dim(scale, "scale")
+        if scale.type.shape[-2] not in (None, d):
+            raise ValueError(f"scale must be a square (..., D, D) matrix, got {scale.type.shape}")
+        nu_value, scale_value = _constant_value(nu), _constant_value(scale)
+        if nu_value is not None:
+            if not np.all(np.isfinite(nu_value)):
+                raise ValueError("nu must be finite")
+            if np.any(nu_value <= d - 1):
+                raise ValueError(f"nu must exceed D - 1 = {d - 1}, got {nu_value}")
+        if scale_value is not None:
+            if not np.all(np.isfinite(scale_value)):
+                raise ValueError("scale must be finite")
+            tol = 1e-8 * (1.0 + np.abs(scale_value).max())
+            if np.any(np.abs(scale_value - np.swapaxes(scale_value, -1, -2)) > tol):
+                raise ValueError("scale must be a symmetric matrix")
+            if np.any(np.linalg.eigvalsh(scale_value).min(axis=-1) <= 0):
+                raise ValueError("scale must be positive definite")
         return super().dist([nu, scale], **kwargs)
 
     def support_point(rv, size, nu, scale):

@@ -368,6 +368,16 @@ class PartialOrderListsLogLikelihood(Op):
         if not 0.0 <= p <= 1.0:
             output_storage[0][0] = np.full(batch_shape, -np.inf if self.output == "loglik" else 0.0)
             return
+        if not np.all(np.isfinite(utilities)):
+            raise ValueError(
+                "utilities must be finite (the partial order of NaN or infinite utilities is "
+                "undefined)"
+            )
+        if labels.ndim == 0 or labels.shape[-1] != lists.shape[0]:
+            raise ValueError(
+                f"labels must give one slot per list: {lists.shape[0]} lists, got labels of "
+                f"shape {labels.shape}"
+            )
         cache = list_likelihood_cache()
         words = order_words(utilities, self.top_down)
         list_set = cache.list_set(lists, self.top_down)

@@ -175,9 +175,10 @@ def _check_spd(mats: np.ndarray, name: str) -> None:
     eig_min = np.linalg.eigvalsh(mats.reshape(-1, *mats.shape[-2:])).min(axis=-1)
     if np.any(eig_min <= 0):
         bad = np.flatnonzero(eig_min <= 0)
+        hint = "; use V=None for no measurement error" if name == "V" else ""
         raise ValueError(
             f"{name} must be positive definite; not at indices {bad[:10].tolist()} "
-            f"(smallest eigenvalue {eig_min.min():.3g}); use V=None for no measurement error"
+            f"(smallest eigenvalue {eig_min.min():.3g}){hint}"
         )
 
 

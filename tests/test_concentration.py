@@ -191,3 +191,15 @@ def test_metropolis_invalid_arguments(dp_model):
         pmc.ConcentrationMetropolis([dp_model["theta"]], proposal="cauchy", model=dp_model)
     with pytest.raises(ValueError, match="scale"):
         pmc.ConcentrationMetropolis([dp_model["theta"]], scale=-1.0, model=dp_model)
+
+
+def test_gamma_concentration_with_random_discount_is_not_given_escobar_west():
+    """E&W needs d = 0: with a random discount the Gamma concentration gets another step."""
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        discount = pm.Uniform("discount", 0.0, 0.8)
+        pmc.CRP("z", alpha, discount, max_clusters=4, n=5, observed=np.array([0, 0, 1, 2, 2]))
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    alpha_value = model.rvs_to_values[alpha]
+    owners = [step for step, value_vars in selected.items() if alpha_value in value_vars]
+    assert owners and owners[0] is not pmc.ConcentrationGibbs

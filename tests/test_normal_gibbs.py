@@ -125,8 +125,11 @@ def test_inverse_wishart_logp_outside_support_and_bad_parameters():
     rv = InverseWishart.dist(4.0, omega)
     assert pm.logp(rv, np.array([[1.0, 2.0], [2.0, 1.0]])).eval() == -np.inf  # not PD
     assert pm.logp(rv, np.array([[1.0, 0.5], [0.1, 1.0]])).eval() == -np.inf  # not symmetric
+    with pytest.raises(ValueError, match="nu must exceed D - 1"):  # constant: at build time
+        InverseWishart.dist(0.5, omega)
+    nu = pt.scalar("nu")  # symbolic: checked in the log-density
     with pytest.raises(Exception, match="nu > D - 1"):
-        pm.logp(InverseWishart.dist(0.5, omega), np.eye(2)).eval()
+        pm.logp(InverseWishart.dist(nu, omega), np.eye(2)).eval({nu: 0.5})
     with pytest.raises(ValueError, match="scale must be"):
         InverseWishart.dist(4.0, np.ones(3))
 

@@ -34,12 +34,6 @@ SAMPLE_KWARGS = dict(
     progressbar=False,
     compute_convergence_checks=False,
 )
-STATE_BUG = (
-    "step_methods: UtilityMetropolis (utilities.py; also the adaptive ConcentrationMetropolis "
-    "and HyperparameterMetropolis, concentration.py) keep tuned proposal scales in attributes "
-    "outside their _state_class (plain StepMethodState, only the rng), so pm.sample with "
-    "cores=1 starts chain 1 with chain 0's tuned scales while cores>1 starts it fresh"
-)
 
 
 def crp_normal_mixture():
@@ -97,7 +91,7 @@ def assert_same_trace(a, b):
 
 @pytest.mark.parametrize(
     "name",
-    ["crp", pytest.param("hpo", marks=pytest.mark.xfail(strict=True, reason=STATE_BUG))],
+    ["crp", "hpo"],
 )
 def test_serial_equals_parallel(runs, name):
     assert_same_trace(runs(name, "serial"), runs(name, "fork"))
@@ -247,8 +241,8 @@ def test_cloudpickled_step_continues_the_chain(assigned_steps, name):
     "name",
     [
         "crp",
-        pytest.param("crp-metropolis", marks=pytest.mark.xfail(strict=True, reason=STATE_BUG)),
-        pytest.param("hpo", marks=pytest.mark.xfail(strict=True, reason=STATE_BUG)),
+        "crp-metropolis",
+        "hpo",
         "mixture-crp",
         "mixture-finite",
     ],

@@ -20,9 +20,11 @@ import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.pytensorf import compile as compile_pytensor
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import explicit_graph_inputs
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.basic import GammaRV
 
 from pymc_crp.partitions import CRPRV
@@ -73,7 +75,7 @@ def _escobar_west_target(var, model):
     _, _, concentration, discount, _, _ = crp.owner.inputs
     try:
         d_value = float(pt.get_underlying_scalar_constant_value(discount))
-    except pt.NotScalarConstantError:
+    except NotScalarConstantError:
         return None
     if concentration is not var or d_value != 0.0 or crp.ndim != 1:
         return None
@@ -177,6 +179,17 @@ class ConcentrationGibbs(_ScalarStep):
         return Competence.INCOMPATIBLE
 
 
+@dataclass_state
+class ConcentrationMetropolisState(StepMethodState):
+    """Sampling state of :class:`ConcentrationMetropolis`, tuned proposal scale included, so
+    that PyMC's reset between sequential chains (and pickling) restores the whole chain."""
+
+    tune: bool
+    scale: float
+    _accepted_in_interval: int
+    _steps_in_interval: int
+
+
 class ConcentrationMetropolis(_ScalarStep):
     r"""Random-walk Metropolis update of a scalar parameter of a partition prior.
 
@@ -213,6 +226,7 @@ class ConcentrationMetropolis(_ScalarStep):
     """
 
     name = "concentration_metropolis"
+    _state_class = ConcentrationMetropolisState
     stats_dtypes_shapes = {
         "concentration_accepted": (bool, []),
         "concentration_scale": (np.float64, []),

@@ -443,6 +443,8 @@ class MixtureLabelGibbs(_MixtureStep):
         ``membership_probs`` (``(N, K)`` per draw; their mean over draws estimates
         ``P(z_i = k | Y)``). Defaults to the builder's ``membership_probs`` option.
 
+    Notes
+    -----
     Stats: ``n_clusters`` (occupied components), optionally ``membership_probs``.
     """
 
@@ -537,7 +539,8 @@ class MixtureCRPGibbs(CRPGibbs):
     ----------
     membership_probs : bool, optional
         As for :class:`~pymc_crp.CRPGibbs`; defaults to the builder's ``membership_probs``.
-    Other parameters as for :class:`~pymc_crp.CRPGibbs`.
+    vars, model, rng, initial_point, compile_kwargs, blocked, refresh_empty_slots
+        As for :class:`~pymc_crp.CRPGibbs`.
     """
 
     name = "mixture_crp_gibbs"

@@ -29,12 +29,14 @@ Metropolis moves that recompute only the lists they touch:
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.multivariate import MvNormalRV
 from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import NormalRV
 
@@ -113,6 +115,17 @@ class _ListTerm:
         )
 
 
+@dataclass_state
+class UtilityMetropolisState(StepMethodState):
+    """Sampling state of :class:`UtilityMetropolis`, tuned proposal sizes included, so that
+    PyMC's reset between sequential chains (and pickling) restores the whole chain."""
+
+    tune: bool
+    rw_scale: float
+    pcn_step: float
+    _iteration: int
+
+
 class UtilityMetropolis(BlockedStep):
     """Per-slot Metropolis updates of partial-order utilities (see the module docstring).
 
@@ -127,14 +140,14 @@ class UtilityMetropolis(BlockedStep):
     pcn_step : float, default 0.3
         Initial pCN step ``β`` in ``(0, 1]``.
     item_sweeps : int, default 1
-        Random-walk sweeps over the items of each occupied slot per step.
+        Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
     tune : bool, default True
         Adapt ``σ`` and ``β`` towards acceptance 0.3 while PyMC tunes.
     """
 
     name = "utility_metropolis"
     default_blocked = False
-    _state_class = StepMethodState
+    _state_class = UtilityMetropolisState
     stats_dtypes_shapes = {
         "utility_rw_accept": (np.float64, []),
         "utility_pcn_accept": (np.float64, []),
@@ -167,6 +180,10 @@ class UtilityMetropolis(BlockedStep):
             )
         if not 0 < pcn_step <= 1 or not rw_scale > 0:
             raise ValueError("need 0 < pcn_step <= 1 and rw_scale > 0")
+        if isinstance(item_sweeps, bool) or not isinstance(item_sweeps, Integral):
+            raise TypeError(f"item_sweeps must be a non-negative integer, got {item_sweeps!r}")
+        if item_sweeps < 0:
+            raise ValueError(f"item_sweeps must be a non-negative integer, got {item_sweeps}")
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
         self.tune = True
