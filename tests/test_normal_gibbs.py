@@ -495,7 +495,8 @@ def test_mixture_label_gibbs_matches_conditional(collapsed):
         new, (stats_,) = step.step(point)
         onehot[t, np.arange(5), new["cluster"]] = 1.0
         if t == 0:
-            np.testing.assert_allclose(stats_["membership_probs"], exact, rtol=1e-9)
+            probs = stats_["membership_probs"].reshape(5, 3)  # stored flat, row-major (N, K)
+            np.testing.assert_allclose(probs, exact, rtol=1e-9)
             assert stats_["n_clusters"] == len(np.unique(new["cluster"]))
     assert_mean_close(onehot, exact)
 

@@ -440,8 +440,9 @@ class MixtureLabelGibbs(_MixtureStep):
     ----------
     membership_probs : bool, optional
         Record the conditional probabilities ``P(z_i = k | ·)`` in the stat
-        ``membership_probs`` (``(N, K)`` per draw; their mean over draws estimates
-        ``P(z_i = k | Y)``). Defaults to the builder's ``membership_probs`` option.
+        ``membership_probs`` (``N * K`` numbers per draw, row-major ``(N, K)``; their mean
+        over draws estimates ``P(z_i = k | Y)``, see
+        :func:`pymc_crp.membership_probabilities`). Defaults to the builder's option.
 
     Notes
     -----
@@ -489,7 +490,9 @@ class MixtureLabelGibbs(_MixtureStep):
         if self.record_membership:
             self.stats_dtypes_shapes = {
                 **self.stats_dtypes_shapes,
-                "membership_probs": (np.float64, [self._n_obs, self._n_slots]),
+                # stored flat (N * K per draw), as CRPGibbs does: PyMC's default trace keeps
+                # only scalar and 1-D stats; pmc.membership_probabilities reshapes it
+                "membership_probs": (object, None),
             }
             self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
 
@@ -512,7 +515,7 @@ class MixtureLabelGibbs(_MixtureStep):
         point[self._name] = labels
         stats = {"n_clusters": int(np.count_nonzero(np.bincount(labels)))}
         if self.record_membership:
-            stats["membership_probs"] = probs
+            stats["membership_probs"] = probs.ravel()
         return point, [stats]
 
     @classmethod
