@@ -317,7 +317,6 @@ def test_gibbs_matches_nuts_with_fixed_labels(fixed_label_problem):
     )
 
 
-@pytest.mark.slow
 def test_collapsed_nuts_matches_gibbs_with_fixed_labels(fixed_label_problem):
     """θ integrated out (NUTS on μ, Σ) gives the same (μ, Σ) posterior as the Gibbs sampler."""
     y, v, labels = fixed_label_problem
