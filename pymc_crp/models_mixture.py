@@ -33,7 +33,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pymc_crp.inverse_wishart import InverseWishart, mvnormal_logpdf, static_dim
 from pymc_crp.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.step_methods.normal_gibbs import MixtureRoles, register_mixture
+from pymc_crp.step_methods.mixture_roles import MixtureRoles, register_mixture
 
 __all__ = [
     "BatchedMvNormal",
