@@ -95,7 +95,10 @@ class _MixtureStep(BlockedStep):
         return super().__new__(cls, *args, **kwargs)
 
     def _setup(self, vars, model, rng):
+        """Resolve ``vars`` (default: the model's variables with this step's roles)."""
         model = modelcontext(model)
+        if vars is None:
+            vars = _default_vars(model, self._roles_handled)
         value_vars = get_value_vars_from_user_vars(vars, model)
         rvs = [model.values_to_rvs[v] for v in value_vars]
         _, roles = mixture_roles(rvs[0], model)
@@ -182,9 +185,6 @@ class LatentNormalGibbs(_MixtureStep):
         compile_kwargs=None,
         blocked=False,
     ):
-        model = modelcontext(model)
-        if vars is None:
-            vars = [_find_role(model, "theta")]
         model, roles, rvs = self._setup(vars, model, rng)
         self._read = self._reader(model, [roles.mu, roles.sigma], compile_kwargs)
         self._labels = self._labels_reader(model, roles, compile_kwargs)
@@ -235,9 +235,6 @@ class NormalInverseWishartGibbs(_MixtureStep):
         compile_kwargs=None,
         blocked=True,
     ):
-        model = modelcontext(model)
-        if vars is None:
-            vars = _default_vars(model, self._roles_handled)
         model, roles, rvs = self._setup(vars, model, rng)
         if not roles.conjugate_cluster_params:
             raise ValueError(
@@ -321,9 +318,6 @@ class DirichletWeightsGibbs(_MixtureStep):
         compile_kwargs=None,
         blocked=False,
     ):
-        model = modelcontext(model)
-        if vars is None:
-            vars = [_find_role(model, "weights")]
         model, roles, rvs = self._setup(vars, model, rng)
         self._labels = self._labels_reader(model, roles, compile_kwargs)
         (rv,) = rvs
@@ -381,9 +375,6 @@ class MixtureLabelGibbs(_MixtureStep):
         blocked=False,
         membership_probs: bool | None = None,
     ):
-        model = modelcontext(model)
-        if vars is None:
-            vars = [_find_role(model, "labels")]
         model, roles, rvs = self._setup(vars, model, rng)
         if roles.weights is None or roles.observed_labels is not None:
             raise ValueError(
