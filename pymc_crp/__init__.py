@@ -36,6 +36,7 @@ from pymc_crp.step_methods import (
     LatentNormalGibbs,
     MixtureCRPGibbs,
     MixtureLabelGibbs,
+    NonCentredHyperparameterMetropolis,
     NormalInverseWishartGibbs,
     UtilityMeanGibbs,
     UtilityMetropolis,
@@ -48,6 +49,7 @@ for _step in (
     UtilityMetropolis,
     UtilityMeanGibbs,
     HyperparameterMetropolis,
+    NonCentredHyperparameterMetropolis,
 ):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.append(_step)
@@ -90,6 +92,7 @@ __all__ = [
     "CRP",
     "EquicorrelatedNormal",
     "HyperparameterMetropolis",
+    "NonCentredHyperparameterMetropolis",
     "PartialOrderLists",
     "UtilityMeanGibbs",
     "UtilityMetropolis",

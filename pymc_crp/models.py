@@ -2,8 +2,9 @@ r"""Ready-made models: partial orders from ranked lists (single and clustered).
 
 Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
 package's step methods automatically (``CRPGibbs`` for the labels, ``UtilityMetropolis`` for
-the utilities, ``UtilityMeanGibbs`` for ``U0``, ``HyperparameterMetropolis`` for ``rho``,
-``tau`` and ``p``, ``ConcentrationGibbs`` for a Gamma concentration).
+the utilities, ``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for
+``rho`` and ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a
+Gamma concentration).
 
 The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
 re-exported here (``pmc.models.measurement_error_mixture``).
@@ -130,6 +131,8 @@ def partial_order(
         utilities = EquicorrelatedNormal(
             "U", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
         )
+        if n_dims > 1:
+            set_role(model, rho, "hyperparameter", noncentred="correlation", utilities=[utilities])
         eta = _order_utilities(utilities, covariates)
         PartialOrderLists(
             "lists",
@@ -222,6 +225,23 @@ def clustered_partial_orders(
             dims=("slot", "item", "dim"),
         )
         set_role(model, mean_utilities, "utility_mean", slots=utilities, tau=tau, rho=rho)
+        # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
+        set_role(
+            model,
+            tau,
+            "hyperparameter",
+            noncentred="shrinkage",
+            utilities=[utilities],
+            mean=mean_utilities,
+        )
+        if n_dims > 1:
+            set_role(
+                model,
+                rho,
+                "hyperparameter",
+                noncentred="correlation",
+                utilities=[mean_utilities, utilities],
+            )
         if concentration is None:
             name = "alpha" if partition == "crp" else "gamma"
             concentration = pm.Gamma(name, 1.0, 1.0)

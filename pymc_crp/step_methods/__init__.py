@@ -2,6 +2,7 @@
 
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
 from pymc_crp.step_methods.normal_gibbs import (
     NORMAL_MIXTURE_STEPS,
     DirichletWeightsGibbs,
@@ -27,6 +28,7 @@ __all__ = [
     "ConcentrationGibbs",
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
+    "NonCentredHyperparameterMetropolis",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]

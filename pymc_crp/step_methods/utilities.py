@@ -364,7 +364,9 @@ class UtilityMeanGibbs(BlockedStep):
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
         self._name = value_var.name
-        graphs = model.replace_rvs_by_values([info["slots"], info["tau"], info["rho"]])
+        # rho is the constant 0.0 when K = 1.
+        parameters = [pt.as_tensor_variable(info[key]) for key in ("slots", "tau", "rho")]
+        graphs = model.replace_rvs_by_values(parameters)
         self._params_fn = compile_point_function(
             model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
         )
@@ -402,5 +404,8 @@ class HyperparameterMetropolis(ConcentrationMetropolis):
 
     @staticmethod
     def competence(var, has_grad=None):
-        role, _ = get_role(var)
-        return Competence.IDEAL if role == "hyperparameter" else Competence.INCOMPATIBLE
+        role, info = get_role(var)
+        if role != "hyperparameter":
+            return Competence.INCOMPATIBLE
+        # rho and tau of the utility prior get NonCentredHyperparameterMetropolis.
+        return Competence.COMPATIBLE if info.get("noncentred") else Competence.IDEAL

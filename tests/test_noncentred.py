@@ -1,0 +1,177 @@
+"""Interweaved updates of rho and tau against exact posteriors by 1-D quadrature.
+
+Oracles (two items, so each slot's partial order is one of ``0 > 1``, ``1 > 0`` or
+incomparable):
+* one order, ``K = 3``: ``D = U_0 - U_1 ~ N(0, 2Σ_ρ)`` and the trivariate equicorrelated
+  orthant probability gives ``P(0 > 1 | ρ) = 1/8 + 3 arcsin(ρ) / (4π)``; the posterior of ``ρ``
+  is ``π(ρ) Σ_o P(o | ρ) p(Y | o)`` on a grid.
+* clustered, ``K = 1``, fixed ``α``: the slot differences ``D_a`` are equicorrelated with
+  correlation ``τ²``, so given ``z ~ N(0, 1)`` they are independent with
+  ``P(D_a > 0 | z) = Φ(τ z / √(1 - τ²))``; the posterior of ``τ`` sums the CRP's EPPF over
+  all set partitions of the lists and integrates ``z`` by Gauss--Hermite quadrature.
+"""
+
+import math
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import eppf, set_partitions
+from scipy import stats
+
+import pymc_crp as pmc
+from pymc_crp.posets import list_log_likelihood
+from pymc_crp.step_methods.noncentred import correlation_map, shrinkage_map
+
+ORDERS = {  # adjacency of 0 > 1, 1 > 0 and the empty order on two items
+    "01": np.array([[False, True], [False, False]]),
+    "10": np.array([[False, False], [True, False]]),
+    "none": np.zeros((2, 2), dtype=bool),
+}
+
+
+def lists_likelihood(lists, noise):
+    return {
+        name: math.exp(sum(list_log_likelihood(adj, y, noise) for y in lists))
+        for name, adj in ORDERS.items()
+    }
+
+
+def check_quantiles(draws, grid, density, k=4.5):
+    """Mean and P(x <= q) at the exact quartiles agree within ``k`` Monte Carlo SEs."""
+    cdf = np.cumsum(density)
+    cdf /= cdf[-1]
+    weights = density / density.sum()
+    exact_mean = float(np.sum(grid * weights))
+    mean_draws = draws.mean()
+    mcse = float(np.ravel(az.mcse(draws))[0])
+    failures = []
+    if abs(mean_draws - exact_mean) > k * mcse:
+        failures.append(("mean", mean_draws, exact_mean, mcse))
+    for prob in (0.25, 0.5, 0.75):
+        q = np.interp(prob, cdf, grid)
+        indicator = (draws <= q).astype(float)
+        mcse = float(np.ravel(az.mcse(indicator))[0])
+        if abs(indicator.mean() - prob) > k * mcse + 0.005:
+            failures.append((prob, indicator.mean(), mcse))
+    return failures
+
+
+def test_maps_are_the_whitening_maps():
+    rng = np.random.default_rng(0)
+    k, rho, new_rho = 3, 0.3, 0.8
+    x = rng.normal(size=(5, 4, k))
+    sigma = (1 - rho) * np.eye(k) + rho
+    new_sigma = (1 - new_rho) * np.eye(k) + new_rho
+    a, new_a = np.linalg.cholesky(sigma), np.linalg.cholesky(new_sigma)
+    mapped, log_det = correlation_map(x, rho, new_rho)
+    # M = A' A⁻¹ for the symmetric square roots; check M Σ Mᵀ = Σ' and the determinant.
+    m = mapped.reshape(-1, k).T @ np.linalg.pinv(x.reshape(-1, k).T)
+    np.testing.assert_allclose(m @ sigma @ m.T, new_sigma, atol=1e-10)
+    np.testing.assert_allclose(log_det, 20 * math.log(np.linalg.det(new_a) / np.linalg.det(a)))
+    back, back_log_det = correlation_map(mapped, new_rho, rho)
+    np.testing.assert_allclose(back, x)
+    assert back_log_det == pytest.approx(-log_det)
+    mean = rng.normal(size=(4, k))
+    slots, log_det = shrinkage_map(x, mean, 0.4, 0.9)
+    whitened = (x - 0.4 * mean) / math.sqrt(1 - 0.4**2)
+    np.testing.assert_allclose((slots - 0.9 * mean) / math.sqrt(1 - 0.9**2), whitened)
+    assert log_det == pytest.approx(x.size * 0.5 * math.log((1 - 0.81) / (1 - 0.16)))
+
+
+def test_steps_assigned_to_rho_and_tau():
+    model = pmc.models.clustered_partial_orders([[0, 1], [1, 0]], 2, n_dims=2, max_clusters=3)
+    steps = pm.sampling.mcmc.assign_step_methods(model)[1]
+    names = {step: [v.name for v in values] for step, values in steps.items()}
+    assert names[pmc.NonCentredHyperparameterMetropolis] == ["rho_logodds__", "tau_interval__"]
+    assert names[pmc.HyperparameterMetropolis] == ["p_logodds__"]
+    with pytest.raises(ValueError, match="rho or tau of a model built"):
+        pmc.NonCentredHyperparameterMetropolis([model["p"]], model=model)
+    with pytest.raises(ValueError, match="noncentred_scale"):
+        pmc.NonCentredHyperparameterMetropolis([model["rho"]], model=model, noncentred_scale=0)
+
+
+RHO_LISTS = [[0, 1]] * 4 + [[1, 0]] * 2
+RHO_NOISE = 0.2
+RHO_PRIOR = (2.0, 2.0)
+
+
+def exact_rho_posterior(n_dims=3):
+    grid = np.linspace(1e-5, 1 - 1e-5, 20_001)
+    lik = lists_likelihood(RHO_LISTS, RHO_NOISE)
+    p_dominates = 1 / 8 + 3 * np.arcsin(grid) / (4 * math.pi)
+    assert n_dims == 3
+    mix = p_dominates * (lik["01"] + lik["10"]) + (1 - 2 * p_dominates) * lik["none"]
+    return grid, stats.beta.pdf(grid, *RHO_PRIOR) * mix
+
+
+def test_single_order_rho_posterior_is_exact():
+    model = pmc.models.partial_order(
+        RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR
+    )
+    with model:
+        idata = pm.sample(
+            4000,
+            tune=500,
+            chains=2,
+            cores=1,
+            random_seed=7,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    draws = idata.posterior["rho"].values
+    grid, density = exact_rho_posterior()
+    assert not check_quantiles(draws, grid, density)
+    # Power: the prior alone is rejected.
+    assert check_quantiles(draws, grid, stats.beta.pdf(grid, *RHO_PRIOR))
+    accept = idata.sample_stats["noncentred_accepted"].values.mean()
+    assert 0.15 < accept < 0.9
+
+
+TAU_LISTS = [[0, 1]] * 3 + [[1, 0]] * 3
+TAU_NOISE = 0.1
+TAU_ALPHA = 1.0
+
+
+def exact_tau_posterior():
+    grid = np.linspace(1e-4, 1 - 1e-4, 2_001)
+    nodes, gh_weights = np.polynomial.hermite_e.hermegauss(120)
+    gh_weights = gh_weights / gh_weights.sum()
+    single = {tuple(y): lists_likelihood([y], TAU_NOISE) for y in TAU_LISTS}
+    phi = stats.norm.cdf(grid[:, None] * nodes[None, :] / np.sqrt(1 - grid[:, None] ** 2))
+    density = np.zeros_like(grid)
+    for blocks in set_partitions(len(TAU_LISTS)):
+        integrand = np.ones_like(phi)
+        for block in blocks:
+            up = math.prod(single[tuple(TAU_LISTS[i])]["01"] for i in block)
+            down = math.prod(single[tuple(TAU_LISTS[i])]["10"] for i in block)
+            integrand *= phi * up + (1 - phi) * down
+        density += eppf([len(b) for b in blocks], TAU_ALPHA, 0.0) * (integrand @ gh_weights)
+    return grid, density  # tau ~ Uniform(0, 1)
+
+
+@pytest.mark.parametrize("n_dims", [1])
+def test_clustered_tau_posterior_is_exact(n_dims):
+    model = pmc.models.clustered_partial_orders(
+        TAU_LISTS,
+        2,
+        n_dims=n_dims,
+        noise=TAU_NOISE,
+        concentration=TAU_ALPHA,
+        max_clusters=len(TAU_LISTS),
+    )
+    with model:
+        idata = pm.sample(
+            4000,
+            tune=500,
+            chains=2,
+            cores=1,
+            random_seed=8,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    draws = idata.posterior["tau"].values
+    grid, density = exact_tau_posterior()
+    assert not check_quantiles(draws, grid, density)
+    assert check_quantiles(draws, grid, np.ones_like(grid))  # power: the prior is rejected
