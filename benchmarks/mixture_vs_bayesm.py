@@ -74,7 +74,6 @@ def simulate(n: int, seed: int = 0, separation: float = 6.0):
     return y, truth
 
 
-
 def mode(values) -> int:
     values = np.asarray(values, dtype=int)
     return int(np.bincount(values).argmax())
@@ -89,14 +88,17 @@ def run_pymc_crp(y, truth, draws: int, tune: int, seed: int, profile: bool) -> d
     import pymc_crp  # noqa: F401 - registers the step methods
     from pymc_crp.models_mixture import measurement_error_mixture
 
-
     d = y.shape[1]
     prior = {"m0": np.zeros(d), "kappa0": KAPPA0, "nu": NU, "Omega": NU * V_SCALE * np.eye(d)}
     start = time.perf_counter()
     model = measurement_error_mixture(y, None, partition="crp", max_clusters=20, prior=prior)
     with model:
         idata = pm.sample(
-            draws, tune=tune, chains=1, random_seed=seed, progressbar=False,
+            draws,
+            tune=tune,
+            chains=1,
+            random_seed=seed,
+            progressbar=False,
             compute_convergence_checks=False,
         )
     total = time.perf_counter() - start
@@ -178,8 +180,11 @@ def ensure_bayesm() -> str | None:
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-qq"], check=False, env=env)
     res = subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "r-cran-bayesm"], check=False, env=env,
-        capture_output=True, text=True,
+        ["apt-get", "install", "-y", "-qq", "r-cran-bayesm"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     rscript = shutil.which("Rscript")
     if res.returncode != 0 or not has_bayesm():
@@ -196,8 +201,17 @@ def run_bayesm(rscript: str, y, truth, iters: int, seed: int) -> dict:
         with open(paths["script"], "w") as fh:
             fh.write(R_SCRIPT)
         cmd = [
-            rscript, paths["script"], data, str(iters), repr(KAPPA0), repr(NU), repr(V_SCALE),
-            str(seed), paths["elapsed"], paths["k"], paths["z"],
+            rscript,
+            paths["script"],
+            data,
+            str(iters),
+            repr(KAPPA0),
+            repr(NU),
+            repr(V_SCALE),
+            str(seed),
+            paths["elapsed"],
+            paths["k"],
+            paths["z"],
         ]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
@@ -223,8 +237,11 @@ def run_sklearn(y, truth, seed: int) -> dict | None:
     except ImportError:
         return None
     model = BayesianGaussianMixture(
-        n_components=20, weight_concentration_prior_type="dirichlet_process",
-        covariance_type="full", max_iter=500, random_state=seed,
+        n_components=20,
+        weight_concentration_prior_type="dirichlet_process",
+        covariance_type="full",
+        max_iter=500,
+        random_state=seed,
     )
     start = time.perf_counter()
     model.fit(y)
@@ -243,8 +260,12 @@ def main(argv=None):
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--draws", type=int, default=1500, help="pymc_crp draws")
     parser.add_argument("--tune", type=int, default=500, help="pymc_crp tuning iterations")
-    parser.add_argument("--bayesm-iters", type=int, default=None,
-                        help="rDPGibbs iterations (default: 1000 for N <= 1000, else 300)")
+    parser.add_argument(
+        "--bayesm-iters",
+        type=int,
+        default=None,
+        help="rDPGibbs iterations (default: 1000 for N <= 1000, else 300)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--json", help="write the results to this file")
@@ -256,33 +277,43 @@ def main(argv=None):
         y, truth = simulate(n, seed=args.seed)
         print(f"\n=== N = {n} (4 true clusters, D = 2) ===", flush=True)
         ours = run_pymc_crp(y, truth, args.draws, args.tune, args.seed, not args.no_profile)
-        print(f"pymc_crp : {ours['ms_per_iter']:8.2f} ms/iter  mode K = {ours['mode_k']}  "
-              f"ARI(last draw) = {ours['ari']:.3f}  (setup+compile {ours['setup_s']:.1f} s; "
-              f"K counts {ours['k_counts']})", flush=True)
+        print(
+            f"pymc_crp : {ours['ms_per_iter']:8.2f} ms/iter  mode K = {ours['mode_k']}  "
+            f"ARI(last draw) = {ours['ari']:.3f}  (setup+compile {ours['setup_s']:.1f} s; "
+            f"K counts {ours['k_counts']})",
+            flush=True,
+        )
         entry = {"pymc_crp": ours}
         if rscript is not None:
             iters = args.bayesm_iters or (1000 if n <= 1000 else 300)
             theirs = run_bayesm(rscript, y, truth, iters, args.seed)
             entry["bayesm"] = theirs
-            print(f"bayesm   : {theirs['ms_per_iter']:8.2f} ms/iter  mode K = {theirs['mode_k']}  "
-                  f"ARI(last draw) = {theirs['ari']:.3f}  ({iters} iterations; "
-                  f"K counts {theirs['k_counts']})", flush=True)
+            print(
+                f"bayesm   : {theirs['ms_per_iter']:8.2f} ms/iter  mode K = {theirs['mode_k']}  "
+                f"ARI(last draw) = {theirs['ari']:.3f}  ({iters} iterations; "
+                f"K counts {theirs['k_counts']})",
+                flush=True,
+            )
             print(f"speed-up : {theirs['ms_per_iter'] / ours['ms_per_iter']:.1f}x per iteration")
         skl = run_sklearn(y, truth, args.seed)
         if skl is None:
             print("sklearn  : not installed (pip install scikit-learn) - skipped")
         else:
             entry["sklearn"] = skl
-            print(f"sklearn  : {1000 * skl['fit_s']:8.1f} ms total fit ({skl['n_iter']} VB "
-                  f"iterations)  K(weight > 1%) = {skl['k']}  ARI = {skl['ari']:.3f}")
+            print(
+                f"sklearn  : {1000 * skl['fit_s']:8.1f} ms total fit ({skl['n_iter']} VB "
+                f"iterations)  K(weight > 1%) = {skl['k']}  ARI = {skl['ari']:.3f}"
+            )
         if "profile_ms" in ours:
             print("where the pymc_crp time goes (ms per call):")
             for name, ms in ours["profile_ms"].items():
                 print(f"    {name:<48s} {ms:7.3f}")
         results[n] = entry
 
-    print("\n| N | pymc_crp ms/iter | bayesm ms/iter | ratio | mode K (ours / bayesm) |"
-          " ARI (ours / bayesm / sklearn) |")
+    print(
+        "\n| N | pymc_crp ms/iter | bayesm ms/iter | ratio | mode K (ours / bayesm) |"
+        " ARI (ours / bayesm / sklearn) |"
+    )
     print("|---|---|---|---|---|---|")
     for n, entry in results.items():
         ours, theirs, skl = entry["pymc_crp"], entry.get("bayesm"), entry.get("sklearn")
@@ -291,8 +322,10 @@ def main(argv=None):
         b_k = theirs["mode_k"] if theirs else "n/a"
         b_ari = f"{theirs['ari']:.3f}" if theirs else "n/a"
         s_ari = f"{skl['ari']:.3f}" if skl else "n/a"
-        print(f"| {n} | {ours['ms_per_iter']:.2f} | {b_ms} | {ratio} | {ours['mode_k']} / {b_k} |"
-              f" {ours['ari']:.3f} / {b_ari} / {s_ari} |")
+        print(
+            f"| {n} | {ours['ms_per_iter']:.2f} | {b_ms} | {ratio} | {ours['mode_k']} / {b_k} |"
+            f" {ours['ari']:.3f} / {b_ari} / {s_ari} |"
+        )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({str(k): v for k, v in results.items()}, fh, indent=2)

@@ -56,17 +56,21 @@ def predictive_density(idata, grid, prior, n_draws=500, seed=0):
     for row, s in enumerate(picks):
         counts = np.bincount(labels[s], minlength=mu.shape[1])
         occupied = counts > 0
-        comp = stats.norm.pdf(
-            grid[:, None], mu[s, occupied], np.sqrt(sigma2[s, occupied])
-        ) @ counts[occupied]
+        comp = (
+            stats.norm.pdf(grid[:, None], mu[s, occupied], np.sqrt(sigma2[s, occupied]))
+            @ counts[occupied]
+        )
         dens[row] = (comp + alpha[s] * p0) / (n + alpha[s])
     return dens
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=str(pathlib.Path(__file__).parent / "output"),
-                        help="folder for the PNG (created if missing)")
+    parser.add_argument(
+        "--out",
+        default=str(pathlib.Path(__file__).parent / "output"),
+        help="folder for the PNG (created if missing)",
+    )
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=2)
@@ -76,18 +80,27 @@ def main(argv=None):
     y = load_galaxies() / 1000.0  # 1000 km/s
     prior = default_mixture_prior(y)
     print(f"{len(y)} galaxies, velocities {y.min():.3f}..{y.max():.3f} (1000 km/s)")
-    print(f"prior: m0 = {prior['m0'][0]:.2f}, kappa0 = {prior['kappa0']}, nu = {prior['nu']}, "
-          f"Omega = {prior['Omega'][0, 0]:.2f} (E sigma^2 = Omega / (nu - 2)), alpha ~ Gamma(1, 1)")
+    print(
+        f"prior: m0 = {prior['m0'][0]:.2f}, kappa0 = {prior['kappa0']}, nu = {prior['nu']}, "
+        f"Omega = {prior['Omega'][0, 0]:.2f} (E sigma^2 = Omega / (nu - 2)), alpha ~ Gamma(1, 1)"
+    )
 
     model = measurement_error_mixture(y, None, partition="crp", max_clusters=30)
     start = time.perf_counter()
     with model:
         idata = pm.sample(
-            args.draws, tune=args.tune, chains=args.chains, cores=1, random_seed=args.seed,
-            progressbar=False, compute_convergence_checks=False,
+            args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=1,
+            random_seed=args.seed,
+            progressbar=False,
+            compute_convergence_checks=False,
         )
-    print(f"sampling took {time.perf_counter() - start:.1f} s "
-          f"({idata.sample_stats.attrs['sampling_time']:.1f} s in the sampling loop)")
+    print(
+        f"sampling took {time.perf_counter() - start:.1f} s "
+        f"({idata.sample_stats.attrs['sampling_time']:.1f} s in the sampling loop)"
+    )
 
     k = idata.sample_stats["n_clusters"].values.ravel()
     values, counts = np.unique(k, return_counts=True)
@@ -96,8 +109,10 @@ def main(argv=None):
         print(f"  K = {v:2d}: {c / k.size:6.3f} {'#' * int(round(60 * c / k.size))}")
     print(f"  posterior mean K = {k.mean():.2f}, mode = {values[counts.argmax()]}")
     alpha = idata.posterior["alpha"].values.ravel()
-    print(f"alpha: posterior mean {alpha.mean():.3f}, 90% interval "
-          f"({np.quantile(alpha, 0.05):.3f}, {np.quantile(alpha, 0.95):.3f})")
+    print(
+        f"alpha: posterior mean {alpha.mean():.3f}, 90% interval "
+        f"({np.quantile(alpha, 0.05):.3f}, {np.quantile(alpha, 0.95):.3f})"
+    )
     if bool(idata.sample_stats["slots_full"].values.any()):
         print("warning: the 30 slots were all occupied at some point; increase max_clusters")
 
@@ -107,8 +122,9 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 4.5))
     ax.hist(y, bins=40, density=True, color="0.85", edgecolor="0.6", label="data")
-    ax.fill_between(grid, *np.quantile(dens, [0.05, 0.95], axis=0), color="C0", alpha=0.3,
-                    label="90% band")
+    ax.fill_between(
+        grid, *np.quantile(dens, [0.05, 0.95], axis=0), color="C0", alpha=0.3, label="90% band"
+    )
     ax.plot(grid, dens.mean(0), color="C0", lw=2, label="posterior predictive density")
     ax.plot(y, np.full_like(y, -0.005), "|", color="k", ms=8)
     ax.set_xlabel("velocity (1000 km/s)")

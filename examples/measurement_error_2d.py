@@ -52,7 +52,6 @@ def simulate(n, seed):
     return y, v, theta, truth
 
 
-
 def summarise(name, idata, truth):
     k = idata.sample_stats["n_clusters"].values.ravel()
     values, counts = np.unique(k, return_counts=True)
@@ -91,8 +90,14 @@ def main(argv=None):
     y, v, theta, truth = simulate(args.n, args.seed)
     sd = np.sqrt(np.linalg.eigvalsh(v))
     print(f"{args.n} observations, measurement-error sds from {sd.min():.2f} to {sd.max():.2f}")
-    kwargs = dict(draws=args.draws, tune=args.tune, chains=2, cores=1, progressbar=False,
-                  compute_convergence_checks=False)
+    kwargs = dict(
+        draws=args.draws,
+        tune=args.tune,
+        chains=2,
+        cores=1,
+        progressbar=False,
+        compute_convergence_checks=False,
+    )
 
     start = time.perf_counter()
     with measurement_error_mixture(y, v, max_clusters=20):
@@ -109,8 +114,10 @@ def main(argv=None):
     theta_hat = me.posterior["theta"].mean(("chain", "draw")).values
     rmse_y = np.sqrt(np.mean(np.sum((y - theta) ** 2, axis=1)))
     rmse_theta = np.sqrt(np.mean(np.sum((theta_hat - theta) ** 2, axis=1)))
-    print(f"\nrecovery of the latent values: RMSE of y = {rmse_y:.3f}, "
-          f"RMSE of the posterior mean of theta = {rmse_theta:.3f}")
+    print(
+        f"\nrecovery of the latent values: RMSE of y = {rmse_y:.3f}, "
+        f"RMSE of the posterior mean of theta = {rmse_theta:.3f}"
+    )
 
     print("\nwithin-cluster covariance (true / with V / naive), per true cluster:")
     for c, (s_me, s_naive) in enumerate(
@@ -131,8 +138,14 @@ def main(argv=None):
     axes[0].scatter(y[:, 0], y[:, 1], c=truth, cmap="viridis", s=12, alpha=0.7)
     axes[0].set_title("observations y (colour: true cluster)")
     axes[1].scatter(theta_hat[:, 0], theta_hat[:, 1], c=truth, cmap="viridis", s=12, alpha=0.7)
-    axes[1].scatter(theta_hat[uncertain, 0], theta_hat[uncertain, 1], facecolors="none",
-                    edgecolors="r", s=60, label="uncertain assignment")
+    axes[1].scatter(
+        theta_hat[uncertain, 0],
+        theta_hat[uncertain, 1],
+        facecolors="none",
+        edgecolors="r",
+        s=60,
+        label="uncertain assignment",
+    )
     axes[1].set_title("posterior mean of theta")
     axes[1].legend(loc="lower right")
     fig.tight_layout()

@@ -185,9 +185,7 @@ def _constant_value(x) -> np.ndarray | None:
     x = _strip_broadcast(pt.as_tensor_variable(x))
     if isinstance(x, TensorConstant):
         return np.asarray(x.data, dtype=np.float64)
-    if any(
-        v.owner is None and not isinstance(v, Constant) for v in ancestors([x])
-    ):
+    if any(v.owner is None and not isinstance(v, Constant) for v in ancestors([x])):
         return None
     return np.asarray(x.eval(), dtype=np.float64)
 
@@ -484,4 +482,3 @@ class InverseWishart(Continuous):
 @_default_transform.register(InverseWishartRV)
 def _inverse_wishart_default_transform(op, rv):
     return CholeskyLogDiagTransform(static_dim(rv, rv.name or "InverseWishart"))
-

@@ -423,8 +423,8 @@ def measurement_error_mixture(
         observed_labels = observed_labels.astype(np.int64)
 
     if partition == "crp":
-        alpha_fixed = None if concentration is None else _positive_float(
-            concentration, "concentration"
+        alpha_fixed = (
+            None if concentration is None else _positive_float(concentration, "concentration")
         )
         weights_alpha = None
     else:
@@ -458,7 +458,12 @@ def measurement_error_mixture(
             else:
                 alpha = alpha_fixed
             cluster = CRP(
-                "cluster", alpha, 0.0, max_clusters=n_slots, n=n, dims="obs",
+                "cluster",
+                alpha,
+                0.0,
+                max_clusters=n_slots,
+                n=n,
+                dims="obs",
                 observed=observed_labels,
             )
         elif partition == "dirichlet-multinomial":
@@ -474,20 +479,14 @@ def measurement_error_mixture(
         sigma = InverseWishart(
             "Sigma", hyper["nu"], hyper["Omega"], dims=("component", "dim", "dim2")
         )
-        mu = BatchedMvNormal(
-            "mu", hyper["m0"], sigma / hyper["kappa0"], dims=("component", "dim")
-        )
+        mu = BatchedMvNormal("mu", hyper["m0"], sigma / hyper["kappa0"], dims=("component", "dim"))
         theta = None
         if v is None:
             BatchedMvNormal("y", mu[cluster], sigma[cluster], observed=y, dims=("obs", "dim"))
         elif collapsed:
-            BatchedMvNormal(
-                "y", mu[cluster], sigma[cluster] + v, observed=y, dims=("obs", "dim")
-            )
+            BatchedMvNormal("y", mu[cluster], sigma[cluster] + v, observed=y, dims=("obs", "dim"))
         else:
-            theta = BatchedMvNormal(
-                "theta", mu[cluster], sigma[cluster], dims=("obs", "dim")
-            )
+            theta = BatchedMvNormal("theta", mu[cluster], sigma[cluster], dims=("obs", "dim"))
             BatchedMvNormal("y", theta, v, observed=y, dims=("obs", "dim"))
 
     register_mixture(

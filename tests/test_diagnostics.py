@@ -181,9 +181,7 @@ def test_canonical_draws():
 # --------------------------------------------------------------------------------------------
 def _pair_index(a, b) -> int:
     """Number of item pairs together in both partitions (enumerating pairs)."""
-    return sum(
-        a[i] == a[j] and b[i] == b[j] for i, j in itertools.combinations(range(len(a)), 2)
-    )
+    return sum(a[i] == a[j] and b[i] == b[j] for i, j in itertools.combinations(range(len(a)), 2))
 
 
 def _ari_by_permutations(a, b) -> float:

@@ -53,7 +53,6 @@ def mcse_sd(values) -> float:
     return mcse((values - values.mean()) ** 2) / (2.0 * sd) if sd > 0 else 0.0
 
 
-
 def simulate(n, d=2, seed=0, separation=8.0, v_scale=None):
     """``n`` points from 4 well-separated unit-variance clusters (corners of a square)."""
     rng = np.random.default_rng(seed)
@@ -78,7 +77,6 @@ def test_load_galaxies():
     assert g.mean() == pytest.approx(20828.17, abs=0.01)
     assert np.median(g) == 20833.5
     assert np.all(np.diff(g) >= 0)
-
 
 
 # --------------------------------------------------------------------------------------------

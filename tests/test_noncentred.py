@@ -107,9 +107,7 @@ def exact_rho_posterior(n_dims=3):
 
 
 def test_single_order_rho_posterior_is_exact():
-    model = pmc.models.partial_order(
-        RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR
-    )
+    model = pmc.models.partial_order(RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR)
     with model:
         idata = pm.sample(
             4000,

@@ -78,6 +78,7 @@ __all__ = [
     "register_mixture",
 ]
 
+
 # ============================================================================================
 # Step methods
 # ============================================================================================
@@ -428,9 +429,7 @@ class MixtureLabelGibbs(_MixtureStep):
 
     @classmethod
     def _applies(cls, roles, role):
-        return (
-            role == "labels" and roles.weights is not None and roles.observed_labels is None
-        )
+        return role == "labels" and roles.weights is not None and roles.observed_labels is None
 
 
 class MixtureCRPGibbs(CRPGibbs):
