@@ -11,7 +11,7 @@ import weakref
 
 from pymc.model import Model, modelcontext
 
-__all__ = ["find_model", "get_role", "register_model", "set_role"]
+__all__ = ["find_model", "get_role", "register_model", "roles", "set_role"]
 
 # Models in which partition priors were created, so that competence checks (which PyMC
 # calls with a variable only) can find the model even outside a ``with model:`` block.
@@ -39,6 +39,11 @@ def get_role(var, model: Model | None = None) -> tuple[str | None, dict]:
     if model is None:
         return None, {}
     return _ROLES.get(model, {}).get(var, (None, {}))
+
+
+def roles(model: Model) -> dict:
+    """All recorded roles of ``model``: ``{variable: (role, info)}``."""
+    return dict(_ROLES.get(model, {}))
 
 
 def find_model(var) -> Model | None:

@@ -773,6 +773,34 @@ CASES = [
         ValueError,
         "mean utilities",
     ),
+    (
+        step_on,
+        dict(step_cls=pmc.NonCentredHyperparameterMetropolis, var="p", model_fn=hpo_model),
+        ValueError,
+        "rho or tau of a model built",
+    ),
+    (
+        step_on,
+        dict(
+            step_cls=pmc.NonCentredHyperparameterMetropolis,
+            var="rho",
+            model_fn=hpo_model,
+            noncentred_scale=float("nan"),
+        ),
+        ValueError,
+        "noncentred_scale",
+    ),
+    (
+        step_on,
+        dict(
+            step_cls=pmc.NonCentredHyperparameterMetropolis,
+            var="tau",
+            model_fn=hpo_model,
+            scale=0.0,
+        ),
+        ValueError,
+        "scale",
+    ),
 ]
 
 

@@ -58,6 +58,19 @@ def check_quantiles(draws, grid, density, k=4.5):
     return failures
 
 
+def sample(model, seed, draws=4000):
+    with model:
+        return pm.sample(
+            draws,
+            tune=500,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+
+
 def test_maps_are_the_whitening_maps():
     rng = np.random.default_rng(0)
     k, rho, new_rho = 3, 0.3, 0.8
@@ -108,16 +121,7 @@ def exact_rho_posterior(n_dims=3):
 
 def test_single_order_rho_posterior_is_exact():
     model = pmc.models.partial_order(RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR)
-    with model:
-        idata = pm.sample(
-            4000,
-            tune=500,
-            chains=2,
-            cores=1,
-            random_seed=7,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
+    idata = sample(model, seed=7)
     draws = idata.posterior["rho"].values
     grid, density = exact_rho_posterior()
     assert not check_quantiles(draws, grid, density)
@@ -159,16 +163,7 @@ def test_clustered_tau_posterior_is_exact(n_dims):
         concentration=TAU_ALPHA,
         max_clusters=len(TAU_LISTS),
     )
-    with model:
-        idata = pm.sample(
-            4000,
-            tune=500,
-            chains=2,
-            cores=1,
-            random_seed=8,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
+    idata = sample(model, seed=8)
     draws = idata.posterior["tau"].values
     grid, density = exact_tau_posterior()
     assert not check_quantiles(draws, grid, density)

@@ -6,6 +6,8 @@ variables (the sampler's state), so transforms are respected.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -25,6 +27,8 @@ __all__ = [
     "get_role",
     "set_role",
     "is_partition_rv",
+    "model_signature",
+    "same_signature",
     "prior_draw_function",
     "register_model",
     "term_logps",
@@ -38,17 +42,47 @@ def is_partition_rv(var) -> bool:
     return owner is not None and isinstance(owner.op, PARTITION_OPS)
 
 
+# model -> (the variables, transforms and potentials the graphs were built from, graphs)
+_TERM_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_signature(model: Model) -> tuple:
+    rvs = tuple(model.basic_RVs)
+    return (
+        rvs,
+        tuple(model.rvs_to_values[rv] for rv in rvs),
+        tuple(model.rvs_to_transforms.get(rv) for rv in rvs),
+        tuple(model.potentials),
+    )
+
+
 def term_logps(model: Model) -> dict:
     """Elementwise log-density (with Jacobians) of every basic RV and potential of ``model``.
 
-    Keys are the model variables; values are graphs in terms of the value variables.
+    Keys are the model variables; values are graphs in terms of the value variables. The
+    graphs are built once per model (building them takes a good part of a second, and every
+    step method's set-up and competence check needs them) and rebuilt when variables,
+    values, transforms or potentials change.
     """
+    signature = model_signature(model)
+    cached = _TERM_LOGPS.get(model)
+    if cached is not None and same_signature(cached[0], signature):
+        return dict(cached[1])
     rvs = list(model.basic_RVs)
     logps = model.logp(vars=rvs, sum=False, jacobian=True)
     out = dict(zip(rvs, logps, strict=True))
     for pot in model.potentials:
         out[pot] = model.replace_rvs_by_values([pot])[0]
-    return out
+    _TERM_LOGPS[model] = (signature, out)
+    return dict(out)
+
+
+def same_signature(a: tuple, b: tuple) -> bool:
+    """Element-wise identity of two signatures (PyTensor variables do not define ``==``)."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(u is v for u, v in zip(x, y, strict=True))
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def dependent_terms(model: Model, value_var, logps: dict | None = None, exclude=()) -> list:

@@ -47,6 +47,7 @@ References
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 import pytensor.tensor as pt
@@ -54,11 +55,14 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
+from pymc_crp.registry import roles
 from pymc_crp.step_methods.concentration import ConcentrationMetropolisState
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
     get_role,
+    model_signature,
+    same_signature,
     term_logps,
 )
 from pymc_crp.step_methods.utilities import HyperparameterMetropolis
@@ -93,6 +97,35 @@ def shrinkage_map(
     log_r = 0.5 * (math.log1p(-(new_tau**2)) - math.log1p(-(tau**2)))
     mapped = new_tau * mean + math.exp(log_r) * (slots - tau * mean)
     return mapped, slots.size * log_r
+
+
+# model -> (signature, compile_kwargs, compiled joint log-density): rho and tau share one.
+_JOINT_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _joint_logp_function(model, compile_kwargs):
+    """Compiled sum of every term that depends on a non-centred hyperparameter of ``model`` or
+    on the utilities it moves (terms that a move leaves unchanged cancel in the ratio).
+
+    One function serves all of the model's non-centred hyperparameters; it is compiled once
+    per model (and rebuilt if the model changes)."""
+    signature = model_signature(model)
+    cached = _JOINT_LOGPS.get(model)
+    if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
+        return cached[2]
+    moved = []
+    for var, (role, info) in roles(model).items():
+        if role == "hyperparameter" and info.get("noncentred") in KINDS:
+            moved += [var, *info["utilities"], *([info["mean"]] if "mean" in info else [])]
+    logps = term_logps(model)
+    terms = set()
+    for var in moved:
+        terms.update(dependent_terms(model, model.rvs_to_values[var], logps))
+    terms = sorted(terms, key=lambda v: v.name or "")
+    total = sum((pt.sum(logps[t]) for t in terms), pt.constant(0.0, dtype="float64"))
+    function = compile_point_function(model, total, compile_kwargs)
+    _JOINT_LOGPS[model] = (signature, compile_kwargs, function)
+    return function
 
 
 @dataclass_state
@@ -155,19 +188,12 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self.kind = kind
         self.noncentred_scale = float(noncentred_scale)
         self._noncentred_iteration = 0
-        moved = [rv] + list(info["utilities"]) + ([info["mean"]] if kind == "shrinkage" else [])
-        for var in moved[1:]:
+        for var in info["utilities"]:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in info["utilities"]]
         self._mean_name = model.rvs_to_values[info["mean"]].name if kind == "shrinkage" else None
-        logps = term_logps(model)
-        terms = set()
-        for var in moved:
-            terms.update(dependent_terms(model, model.rvs_to_values[var], logps))
-        terms = sorted(terms, key=lambda v: v.name or "")
-        total = sum((pt.sum(logps[t]) for t in terms), pt.constant(0.0, dtype="float64"))
-        self._joint_logp = compile_point_function(model, total, compile_kwargs)
+        self._joint_logp = _joint_logp_function(model, compile_kwargs)
 
     def step(self, point):
         point, (stats,) = super().step(point)  # the centred update
