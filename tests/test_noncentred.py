@@ -5,6 +5,9 @@ incomparable):
 * one order, ``K = 3``: ``D = U_0 - U_1 ~ N(0, 2Σ_ρ)`` and the trivariate equicorrelated
   orthant probability gives ``P(0 > 1 | ρ) = 1/8 + 3 arcsin(ρ) / (4π)``; the posterior of ``ρ``
   is ``π(ρ) Σ_o P(o | ρ) p(Y | o)`` on a grid.
+* uninformative lists (``p = 1``: every list is uniformly random whatever the order), so the
+  posterior of ``ρ`` and ``τ`` is their prior: covers the joint map of ``U0`` and ``U`` for
+  ``ρ``, ``τ`` with ``K > 1`` and item covariates.
 * clustered, ``K = 1``, fixed ``α``: the slot differences ``D_a`` are equicorrelated with
   correlation ``τ²``, so given ``z ~ N(0, 1)`` they are independent with
   ``P(D_a > 0 | z) = Φ(τ z / √(1 - τ²))``; the posterior of ``τ`` sums the CRP's EPPF over
@@ -153,12 +156,11 @@ def exact_tau_posterior():
     return grid, density  # tau ~ Uniform(0, 1)
 
 
-@pytest.mark.parametrize("n_dims", [1])
-def test_clustered_tau_posterior_is_exact(n_dims):
+def test_clustered_tau_posterior_is_exact():
     model = pmc.models.clustered_partial_orders(
         TAU_LISTS,
         2,
-        n_dims=n_dims,
+        n_dims=1,
         noise=TAU_NOISE,
         concentration=TAU_ALPHA,
         max_clusters=len(TAU_LISTS),
@@ -168,3 +170,25 @@ def test_clustered_tau_posterior_is_exact(n_dims):
     grid, density = exact_tau_posterior()
     assert not check_quantiles(draws, grid, density)
     assert check_quantiles(draws, grid, np.ones_like(grid))  # power: the prior is rejected
+
+
+def test_prior_is_kept_when_lists_carry_no_information():
+    """With noise p = 1 the likelihood is constant: rho ~ Beta(2, 2), tau ~ Uniform(0, 1)."""
+    rng = np.random.default_rng(4)
+    lists = [rng.permutation(4)[: 2 + i % 3].tolist() for i in range(8)]
+    model = pmc.models.clustered_partial_orders(
+        lists,
+        4,
+        n_dims=3,
+        noise=1.0,
+        rho_prior=(2.0, 2.0),
+        max_clusters=4,
+        covariates=rng.normal(size=(4, 1)),
+    )
+    idata = sample(model, seed=9, draws=3000)
+    grid = np.linspace(1e-5, 1 - 1e-5, 20_001)
+    for name, density in (("rho", stats.beta.pdf(grid, 2, 2)), ("tau", np.ones_like(grid))):
+        draws = idata.posterior[name].values
+        assert not check_quantiles(draws, grid, density), name
+    # power: a slightly different Beta is rejected
+    assert check_quantiles(idata.posterior["rho"].values, grid, stats.beta.pdf(grid, 2, 2.6))

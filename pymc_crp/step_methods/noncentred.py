@@ -35,7 +35,19 @@ fixed, ``U'^{(a)} = τ'U0 + r(U^{(a)} - τU0)`` with ``r = \sqrt{(1-τ'^2)/(1-τ
 Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
 the non-centred one; both leave the posterior invariant, and together they mix whether the
 data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
-and Meng (2011). The proposal scale of each is tuned towards acceptance 0.44 while tuning.
+and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning (the
+centred one every ``tune_interval`` steps as in :class:`ConcentrationMetropolis`, the
+non-centred one by a Robbins--Monro step on its logarithm after every step).
+
+Proposals with ``ρ`` (``τ``) rounding to 0 or 1 are rejected in both directions, so the
+target is the posterior restricted to the representable open interval (for the default
+``Beta(1, 1/6)`` prior of ``ρ`` that drops the ``ρ > 1 - 2^{-53}`` tail, about 0.2% of the
+prior mass).
+
+Sample stats: ``noncentred_accepted`` and ``noncentred_scale`` (and the centred move's
+``concentration_accepted``, ``concentration_scale``). PyMC stacks equal names of several
+steps along an extra dimension in the order of the compound step: in the clustered model
+``[rho, tau]`` (and ``[rho, tau, p]`` for the centred ones).
 
 References
 ----------
@@ -69,8 +81,9 @@ from pymc_crp.step_methods.utilities import HyperparameterMetropolis
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
-_TARGET_ACCEPT = 0.44
+_NONCENTRED_TARGET_ACCEPT = 0.44
 KINDS = ("correlation", "shrinkage")
+"""The values of the ``noncentred`` role information the builders record."""
 
 
 def correlation_map(values: np.ndarray, rho: float, new_rho: float) -> tuple[np.ndarray, float]:
@@ -109,14 +122,14 @@ def _joint_logp_function(model, compile_kwargs):
 
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
-    signature = model_signature(model)
-    cached = _JOINT_LOGPS.get(model)
-    if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
-        return cached[2]
     moved = []
     for var, (role, info) in roles(model).items():
         if role == "hyperparameter" and info.get("noncentred") in KINDS:
             moved += [var, *info["utilities"], *([info["mean"]] if "mean" in info else [])]
+    signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
+    cached = _JOINT_LOGPS.get(model)
+    if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
+        return cached[2]
     logps = term_logps(model)
     terms = set()
     for var in moved:
@@ -152,6 +165,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         Initial scale of the non-centred random walk on the unconstrained value.
     tune : bool, default True
         Adapt both scales while PyMC tunes.
+    tune_interval : int, default 50
+        Steps between adaptations of the centred scale.
+    **kwargs
+        Further arguments of :class:`HyperparameterMetropolis` (``model``, ``rng``, ...).
     """
 
     name = "noncentred_hyperparameter_metropolis"
@@ -188,7 +205,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self.kind = kind
         self.noncentred_scale = float(noncentred_scale)
         self._noncentred_iteration = 0
-        for var in info["utilities"]:
+        for var in [*info["utilities"], *([info["mean"]] if kind == "shrinkage" else [])]:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in info["utilities"]]
@@ -203,15 +220,15 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new = float(self._from_value(np.asarray(proposed_value)))
         accepted = False
         if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal = self._propose(point, proposed_value, old, new)
-            log_ratio = self._joint_logp(proposal[0]) - self._joint_logp(point) + proposal[1]
+            proposal, log_det = self._propose(point, proposed_value, old, new)
+            log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
             accepted = bool(np.isfinite(log_ratio) and math.log(self.rng.random()) < log_ratio)
-        if accepted:
-            point = proposal[0]
+            if accepted:
+                point = proposal
         if self.tune and self.adaptive:
             self._noncentred_iteration += 1
             gain = 1.0 / math.sqrt(self._noncentred_iteration)
-            self.noncentred_scale *= math.exp(gain * (accepted - _TARGET_ACCEPT))
+            self.noncentred_scale *= math.exp(gain * (accepted - _NONCENTRED_TARGET_ACCEPT))
         stats = {
             **stats,
             "noncentred_accepted": accepted,
