@@ -794,6 +794,17 @@ CASES = [
         step_on,
         dict(
             step_cls=pmc.NonCentredHyperparameterMetropolis,
+            var="rho",
+            model_fn=hpo_model,
+            noncentred_scale="0.5",
+        ),
+        TypeError,
+        "noncentred_scale must be a number",
+    ),
+    (
+        step_on,
+        dict(
+            step_cls=pmc.NonCentredHyperparameterMetropolis,
             var="tau",
             model_fn=hpo_model,
             scale=0.0,

@@ -188,6 +188,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         compile_kwargs=None,
         **kwargs,
     ):
+        if isinstance(noncentred_scale, bool) or not isinstance(
+            noncentred_scale, int | float | np.integer | np.floating
+        ):
+            raise TypeError(f"noncentred_scale must be a number, got {noncentred_scale!r}")
         if not (np.isfinite(noncentred_scale) and noncentred_scale > 0):
             raise ValueError(
                 f"noncentred_scale must be a positive number, got {noncentred_scale!r}"
