@@ -47,6 +47,8 @@ _TERM_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def model_signature(model: Model) -> tuple:
+    """What a model's log-density graphs are built from: its variables, their value variables
+    and transforms, and its potentials (compare with :func:`same_signature`)."""
     rvs = tuple(model.basic_RVs)
     return (
         rvs,
