@@ -112,6 +112,11 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
+def _moved_utilities(info: dict) -> list:
+    """The utility variables a non-centred move maps or reads (``U`` and, for ``τ``, ``U0``)."""
+    return [*info["utilities"], *([info["mean"]] if "mean" in info else [])]
+
+
 # model -> (signature, compile_kwargs, compiled joint log-density): rho and tau share one.
 _JOINT_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -125,7 +130,7 @@ def _joint_logp_function(model, compile_kwargs):
     moved = []
     for var, (role, info) in roles(model).items():
         if role == "hyperparameter" and info.get("noncentred") in KINDS:
-            moved += [var, *info["utilities"], *([info["mean"]] if "mean" in info else [])]
+            moved += [var, *_moved_utilities(info)]
     signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
     cached = _JOINT_LOGPS.get(model)
     if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
@@ -209,7 +214,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self.kind = kind
         self.noncentred_scale = float(noncentred_scale)
         self._noncentred_iteration = 0
-        for var in [*info["utilities"], *([info["mean"]] if kind == "shrinkage" else [])]:
+        for var in _moved_utilities(info):
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in info["utilities"]]
