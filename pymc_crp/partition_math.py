@@ -11,9 +11,13 @@ Pitman--Yor Chinese restaurant process (discount ``0 <= d < 1``, concentration `
 
 .. math::
 
-    \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log \frac{L!}{(L-K)!},\qquad
+    \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log \frac{L!}{(L-K)!}
+        - \log P(K_N \le L \mid θ, d),\qquad
     \mathrm{EPPF}(n; θ, d) = \Big[\prod_{k=1}^{K-1} (θ + k d)\Big]
         \frac{Γ(θ + 1)}{Γ(θ + N)} \prod_{k=1}^{K} \frac{Γ(n_k - d)}{Γ(1 - d)}.
+
+The last term (zero when ``L >= N``) renormalises the prior truncated at ``K <= L`` slots, so
+that it is one distribution for every ``θ`` and ``d`` (see :func:`log_prob_at_most_blocks`).
 
 Finite Dirichlet--multinomial prior (``A`` groups, total mass ``γ``, weights integrated out)
 
@@ -43,7 +47,9 @@ __all__ = [
     "crp_label_log_prob",
     "dirichlet_multinomial_conditional_weights",
     "dirichlet_multinomial_label_log_prob",
+    "log_block_count_weights",
     "log_eppf",
+    "log_prob_at_most_blocks",
     "relabel_by_appearance",
     "sample_crp_labels",
     "sample_dirichlet_multinomial_labels",
@@ -158,17 +164,76 @@ def log_eppf(block_sizes, concentration: float, discount: float = 0.0) -> float:
     return float(out)
 
 
+def log_block_count_weights(n: int, max_blocks: int, discount: float) -> np.ndarray:
+    r"""``log W(n, k; d)`` for ``k = 1..max_blocks``: the EPPF's block factors summed over all
+    partitions of ``n`` items into ``k`` blocks.
+
+    .. math::
+
+        W(n, k; d) = \sum_{|π| = k} \prod_{b \in π} (1 - d)_{|b| - 1},\qquad
+        W(m + 1, k) = W(m, k - 1) + (m - k d)\, W(m, k),
+
+    (the new item opens a block, or joins one of the ``k`` blocks of sizes ``n_b`` with
+    weight ``n_b - d``; ``W(1, 1) = 1``). For ``d = 0`` these are the unsigned Stirling numbers
+    of the first kind. Computed in log space, ``O(n · max_blocks)``.
+    """
+    n = int(n)
+    max_blocks = int(max_blocks)
+    d = float(discount)
+    log_w = np.full(max_blocks + 1, -np.inf)  # index k = 0..max_blocks, for m items
+    log_w[1] = 0.0  # m = 1
+    k = np.arange(1, max_blocks + 1)
+    for m in range(1, n):
+        with np.errstate(divide="ignore"):
+            join = np.log(np.maximum(m - k * d, 0.0)) + log_w[1:]
+        log_w[1:] = np.logaddexp(log_w[:-1], join)
+    return log_w[1:]
+
+
+def log_prob_at_most_blocks(
+    n: int, max_clusters: int, concentration: float, discount: float = 0.0
+) -> float:
+    r"""``log P(K_n <= L | θ, d)`` for the number of blocks ``K_n`` of a Pitman--Yor partition.
+
+    .. math::
+
+        P(K_n = k \mid θ, d) = \Big[\prod_{i=1}^{k-1} (θ + i d)\Big]
+            \frac{Γ(θ + 1)}{Γ(θ + n)}\, W(n, k; d)
+
+    (:func:`log_block_count_weights`), summed over ``k = 1..L``; ``0`` when ``L >= n``.
+    """
+    n, n_slots = int(n), int(max_clusters)
+    if n_slots >= n or n == 0:
+        return 0.0
+    theta, d = float(concentration), float(discount)
+    log_w = log_block_count_weights(n, n_slots, d)
+    rising = np.concatenate([[0.0], np.cumsum(np.log(theta + d * np.arange(1, n_slots)))])
+    terms = rising + log_w
+    top = terms.max()
+    return float(
+        top + np.log(np.sum(np.exp(terms - top))) + gammaln(theta + 1.0) - gammaln(theta + n)
+    )
+
+
 def crp_label_log_prob(labels, concentration: float, discount: float, max_clusters: int) -> float:
     r"""Log prior probability of a label vector under the slot-labelled Pitman--Yor CRP.
 
-    .. math:: \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log\big(L! / (L - K)!\big)
+    .. math::
+
+        \log p(c) = \log \mathrm{EPPF}(n; θ, d) - \log\big(L! / (L - K)!\big)
+            - \log P(K_N \le L \mid θ, d)
+
+    (the last term, zero for ``L >= N``, normalises the truncated prior).
     """
     n_slots = check_n_slots(max_clusters, "max_clusters")
     labels = validate_labels(labels, n_slots)
     counts = slot_counts(labels, n_slots)
     n_blocks = int(np.count_nonzero(counts))
-    return log_eppf(counts, concentration, discount) - float(
-        gammaln(n_slots + 1.0) - gammaln(n_slots - n_blocks + 1.0)
+    truncation = log_prob_at_most_blocks(labels.size, n_slots, concentration, discount)
+    return (
+        log_eppf(counts, concentration, discount)
+        - float(gammaln(n_slots + 1.0) - gammaln(n_slots - n_blocks + 1.0))
+        - truncation
     )
 
 

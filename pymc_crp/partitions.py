@@ -15,6 +15,7 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
@@ -24,6 +25,7 @@ from pymc_crp.partition_math import (
     check_crp_parameters,
     check_dirichlet_multinomial_parameters,
     check_n_slots,
+    log_block_count_weights,
     sample_crp_labels,
     sample_dirichlet_multinomial_labels,
     validate_labels,
@@ -103,11 +105,20 @@ def _labels_in_range(value: TensorVariable, n_slots) -> TensorVariable:
     return pt.all(pt.and_(pt.ge(value, 0), pt.lt(value, n_slots)), axis=-1)
 
 
-def _validate_observed(kwargs, n_slots: int) -> None:
-    """Observed labels given as constants must be integers in ``0..n_slots-1``."""
+def _validate_observed(kwargs, n_slots: int, name: str) -> None:
+    """Observed labels (constants or ``pm.Data``) must be integers in ``0..n_slots-1``.
+
+    A ``pm.Data`` container is checked with its current value (the steps that read observed
+    labels check them again at every step, after ``pm.set_data``).
+    """
     observed = kwargs.get("observed")
-    if observed is not None and _constant_value(observed) is not None:
-        validate_labels(_constant_value(observed), n_slots, name="observed")
+    if observed is None:
+        return
+    value = _constant_value(observed)
+    if value is None and isinstance(observed, SharedVariable):
+        value = observed.get_value()
+    if value is not None:
+        validate_labels(value, n_slots, name=f"observed labels of {name}")
 
 
 def _register_current_model() -> None:
@@ -136,6 +147,44 @@ def _batch_loop(rng, size, draw_one, *params):
         return draw_one(*(p.item() for p in params))
     draws = [draw_one(*vals) for vals in zip(*(p.ravel() for p in params), strict=True)]
     return np.stack(draws).reshape(*batch_shape, -1)
+
+
+#: A finite stand-in for log 0 in the scan below (``-inf`` would give NaN gradients).
+_LOG_ZERO = -1e100
+
+
+def _log_truncation_mass(theta, d, n: int, n_slots: int) -> TensorVariable:
+    r"""``log P(K_n <= L | θ, d)`` as a graph differentiable in ``θ`` and ``d``.
+
+    ``logsumexp_{k=1..L} [Σ_{i<k} log(θ + i d) + log W(n, k; d)] + log Γ(θ+1) - log Γ(θ+n)``
+    (:func:`pymc_crp.partition_math.log_prob_at_most_blocks`). ``W`` is a constant table when
+    ``d`` is constant, else the recursion ``W(m+1, k) = W(m, k-1) + (m - k d) W(m, k)`` runs
+    as a scan over ``m``.
+    """
+    d_value = _constant_value(d)
+    k = np.arange(1, n_slots + 1)
+    if d_value is not None and np.ndim(d_value) == 0:
+        log_w = pt.as_tensor_variable(log_block_count_weights(n, n_slots, float(d_value)))
+    else:
+        kf = pt.as_tensor_variable(k.astype("float64"))
+        start = pt.as_tensor_variable(np.r_[0.0, np.full(n_slots - 1, _LOG_ZERO)])
+
+        def add_item(m, log_w, d):
+            join = pt.log(pt.maximum(m - kf * d, 1e-300)) + log_w
+            opened = pt.concatenate([pt.as_tensor_variable([_LOG_ZERO]), log_w[:-1]])
+            top = pt.maximum(opened, join)  # a stable log(exp(opened) + exp(join))
+            return top + pt.log1p(pt.exp(-pt.abs(opened - join)))
+
+        log_w = pytensor.scan(
+            add_item,
+            sequences=[pt.arange(1, n, dtype="float64")],
+            outputs_info=[start],
+            non_sequences=[pt.cast(d, "float64")],
+            return_updates=False,
+        )[-1]
+    steps = pt.log(theta[..., None] + pt.arange(1, n_slots) * d[..., None])
+    rising = pt.concatenate([pt.zeros_like(steps[..., :1]), pt.cumsum(steps, axis=-1)], axis=-1)
+    return pt.logsumexp(rising + log_w, axis=-1) + pt.gammaln(theta + 1.0) - pt.gammaln(theta + n)
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,8 +236,10 @@ class CRP(Discrete):
 
     The last factor spreads the probability of a partition evenly over its ``L!/(L-K)!``
     label vectors. With ``L >= N`` this is exact; with ``L < N`` the prior is the CRP
-    restricted to ``K <= L`` (left unnormalised in ``θ``: the posterior is the CRP posterior
-    conditioned on ``K <= L``), and :class:`pymc_crp.CRPGibbs` warns when the limit bites.
+    conditioned on ``K <= L``: the density above is divided by ``P(K_N <= L | θ, d)`` (the
+    distribution of the number of blocks, differentiable in ``θ`` and ``d``), so that density
+    and draws are one distribution for every ``θ`` and ``d``; :class:`pymc_crp.CRPGibbs` warns
+    when the limit bites.
     Random draws are exact (sequential seating, conditioned on ``K <= L``, blocks placed in
     uniformly random distinct slots).
 
@@ -221,7 +272,7 @@ class CRP(Discrete):
     def __new__(cls, name, concentration, discount=0.0, *, max_clusters, n=None, **kwargs):
         n = _infer_n(n, kwargs, "CRP")
         n_slots = _static_int(max_clusters, "max_clusters")
-        _validate_observed(kwargs, n_slots)
+        _validate_observed(kwargs, n_slots, name)
         _register_current_model()
         return super().__new__(
             cls, name, concentration, discount, max_clusters=n_slots, n=n, **kwargs
@@ -275,7 +326,11 @@ class CRP(Discrete):
         log_labellings = pt.gammaln(n_slots_float + 1.0) - pt.gammaln(
             n_slots_float - n_blocks + 1.0
         )
-        res = pt.switch(_labels_in_range(value, n_slots), log_eppf - log_labellings, -np.inf)
+        log_prob = log_eppf - log_labellings
+        n_labels = _scalar_slots(n)
+        if isinstance(n_slots, int) and isinstance(n_labels, int) and n_slots < n_labels:
+            log_prob = log_prob - _log_truncation_mass(theta, d, n_labels, n_slots)
+        res = pt.switch(_labels_in_range(value, n_slots), log_prob, -np.inf)
         return check_parameters(
             res,
             pt.ge(d, 0),
@@ -358,7 +413,7 @@ class DirichletMultinomialPartition(Discrete):
     def __new__(cls, name, gamma, *, n_groups, n=None, **kwargs):
         n = _infer_n(n, kwargs, "DirichletMultinomialPartition")
         n_slots = _static_int(n_groups, "n_groups")
-        _validate_observed(kwargs, n_slots)
+        _validate_observed(kwargs, n_slots, name)
         _register_current_model()
         return super().__new__(cls, name, gamma, n_groups=n_slots, n=n, **kwargs)
 

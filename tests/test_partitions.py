@@ -96,7 +96,7 @@ def test_dirichlet_multinomial_tends_to_crp_for_many_groups():
     log_partition_dm = dirichlet_multinomial_label_log_prob(labels, 1.3, n_groups) + math.log(
         math.perm(n_groups, 3)
     )
-    log_partition_crp = crp_label_log_prob(labels, 1.3, 0.0, 3) + math.log(math.perm(3, 3))
+    log_partition_crp = crp_label_log_prob(labels, 1.3, 0.0, 6) + math.log(math.perm(6, 3))
     assert counts.sum() == 6
     assert log_partition_dm == pytest.approx(log_partition_crp, abs=1e-3)
 

@@ -27,6 +27,7 @@ from pytensor.graph.traversal import explicit_graph_inputs
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.basic import GammaRV
 
+from pymc_crp.partition_math import log_prob_at_most_blocks, validate_labels
 from pymc_crp.partitions import CRPRV
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -115,8 +116,11 @@ class ConcentrationGibbs(_ScalarStep):
     Applies to ``θ ~ Gamma(a, b)`` (shape ``a``, rate ``b``; may depend on other variables)
     whose only child is a :class:`~pymc_crp.CRP` with ``concentration=θ`` and discount
     ``0``; :func:`pymc.sample` assigns it automatically there and keeps NUTS elsewhere.
-    Exact (see :func:`escobar_west_draw`); the CRP's truncation at ``max_clusters`` does not
-    change the update because its density is not renormalised in ``θ``.
+    Exact (see :func:`escobar_west_draw`). When the CRP is truncated (``max_clusters < n``)
+    its density carries the factor ``1 / P(K_N <= L | θ)``; the Escobar--West draw ``θ*``
+    (reversible for the untruncated posterior) is then a Metropolis--Hastings proposal,
+    accepted with probability ``min(1, P(K_N <= L | θ) / P(K_N <= L | θ*))``, which keeps the
+    truncated posterior invariant. The stat ``escobar_west_accepted`` records it.
 
     References
     ----------
@@ -125,7 +129,7 @@ class ConcentrationGibbs(_ScalarStep):
     """
 
     name = "concentration_gibbs"
-    stats_dtypes_shapes = {}
+    stats_dtypes_shapes = {"escobar_west_accepted": (bool, [])}
 
     def __init__(
         self,
@@ -150,26 +154,39 @@ class ConcentrationGibbs(_ScalarStep):
         self._prior_fn = compile_point_function(model, shape_rate, compile_kwargs)
         self._to_value = compile_pytensor([theta], to_value)
         self._from_value = compile_pytensor([value_var], model.replace_rvs_by_values([rv])[0])
-        if crp in model.observed_RVs:
-            labels = model.rvs_to_values[crp].data
+        _, _, _, _, max_clusters, n = crp.owner.inputs
+        self._n_obs = int(pt.get_underlying_scalar_constant_value(n))
+        self._n_slots = int(pt.get_underlying_scalar_constant_value(max_clusters))
+        if crp in model.observed_RVs:  # a constant or pm.Data: read it at every step
             self._labels_name = None
-            self._observed_k = int(np.unique(np.asarray(labels)).size)
+            self._observed_labels = compile_pytensor([], model.rvs_to_values[crp])
         else:
             self._labels_name = model.rvs_to_values[crp].name
-            self._observed_k = None
-        self._n_obs = int(crp.owner.inputs[5].eval())
+            self._observed_labels = None
+
+    def _n_clusters(self, point) -> int:
+        if self._labels_name is not None:
+            return int(np.unique(point[self._labels_name]).size)
+        labels = validate_labels(
+            np.asarray(self._observed_labels()), self._n_slots, name="observed labels"
+        )
+        return int(np.unique(labels).size)
 
     def step(self, point):
         point = dict(point)
         theta = float(self._from_value(point[self._value_name]))
-        if self._labels_name is None:
-            n_clusters = self._observed_k
-        else:
-            n_clusters = int(np.unique(point[self._labels_name]).size)
+        n_clusters = self._n_clusters(point)
         shape, rate = (float(v) for v in self._prior_fn(point))
         new = escobar_west_draw(theta, n_clusters, self._n_obs, shape, rate, self.rng)
-        point[self._value_name] = np.asarray(self._to_value(new), dtype=np.float64)
-        return point, [{}]
+        accepted = True
+        if self._n_slots < self._n_obs:  # truncated: correct for 1 / P(K <= L | theta)
+            log_ratio = log_prob_at_most_blocks(
+                self._n_obs, self._n_slots, theta
+            ) - log_prob_at_most_blocks(self._n_obs, self._n_slots, new)
+            accepted = bool(math.log(self.rng.random()) < log_ratio)
+        if accepted:
+            point[self._value_name] = np.asarray(self._to_value(new), dtype=np.float64)
+        return point, [{"escobar_west_accepted": accepted}]
 
     @staticmethod
     def competence(var, has_grad=None):

@@ -27,13 +27,20 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors
-from pytensor.tensor.random.op import RandomVariable
 from rich.progress import TextColumn
 from rich.table import Column
 
 from pymc_crp.label_sweep import gibbs_label_sweep, likelihood_weights
 from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
+from pymc_crp.step_methods.label_terms import (
+    LabelProbe,
+    check_label_locality,
+    loglik_value_inputs,
+    observation_axis,
+    per_observation,
+    row_local_slot_params,
+)
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -164,6 +171,52 @@ class CRPGibbs(BlockedStep):
 
         # Terms whose density depends on the labels, summed per observation.
         logps = term_logps(model)
+        terms = self._label_terms(model, value_var, label_rv, logps)
+        probe = LabelProbe.build(model, initial_point, value_var, self.n_slots)
+        per_obs = [
+            per_observation(logps[t], observation_axis(model, t, logps[t], probe, compile_kwargs))
+            for t in terms
+        ]
+        loglik = per_obs[0]
+        for extra in per_obs[1:]:
+            loglik = loglik + extra
+        self._terms = terms
+        self._loglik_fn = self._compile_likelihood_matrix(model, value_var, loglik, compile_kwargs)
+        self._single_loglik_fn = compile_point_function(model, loglik, compile_kwargs)
+        term_names = [t.name for t in terms]
+        check_label_locality(self._loglik_fn, self._single_loglik_fn, probe, term_names)
+
+        # Slot parameters whose empty rows are refreshed from the prior.
+        self._slot_params, self._skipped_slot_params = row_local_slot_params(
+            model,
+            label_rv,
+            self._single_loglik_fn,
+            loglik_value_inputs(model, loglik),
+            terms,
+            logps,
+            probe,
+            compile_kwargs,
+        )
+        self._refresh_fn = None
+        if refresh_empty_slots and self._slot_params:
+            self._refresh_fn, self._refresh_rng = prior_draw_function(
+                model, self._slot_params, compile_kwargs
+            )
+            self._slot_param_names = [model.rvs_to_values[rv].name for rv in self._slot_params]
+
+        if self.record_membership:
+            self.stats_dtypes_shapes = {
+                **self.stats_dtypes_shapes,
+                "membership_probs": (object, None),
+            }
+            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
+
+    # ------------------------------------------------------------------------------------
+    # Construction helpers
+    # ------------------------------------------------------------------------------------
+    @staticmethod
+    def _label_terms(model, value_var, label_rv, logps) -> list:
+        """The model terms whose density depends on the labels (no potentials, no scalars)."""
         terms = dependent_terms(model, value_var, logps, exclude=(label_rv,))
         if not terms:
             raise ValueError(f"no model term depends on the labels {label_rv.name}")
@@ -178,36 +231,8 @@ class CRPGibbs(BlockedStep):
                     f"{term.name} depends on the labels {label_rv.name} jointly (its log-density "
                     "is a scalar); CRPGibbs needs one log-density term per observation"
                 )
-        self._terms = terms
-        per_obs = [_sum_trailing(logps[t]) for t in terms]
-        loglik = per_obs[0]
-        for extra in per_obs[1:]:
-            loglik = loglik + extra
-        self._loglik_fn = self._compile_likelihood_matrix(model, value_var, loglik, compile_kwargs)
-        self._single_loglik_fn = compile_point_function(model, loglik, compile_kwargs)
+        return terms
 
-        # Slot parameters whose empty rows are refreshed from the prior.
-        self._slot_params, self._skipped_slot_params = self._find_slot_params(
-            model, value_var, label_rv, loglik, logps, terms, initial_point
-        )
-        self._refresh_fn = None
-        if refresh_empty_slots and self._slot_params:
-            self._refresh_fn, self._refresh_rng = prior_draw_function(
-                model, self._slot_params, compile_kwargs
-            )
-            self._slot_param_names = [model.rvs_to_values[rv].name for rv in self._slot_params]
-        self._check_structure(initial_point)
-
-        if self.record_membership:
-            self.stats_dtypes_shapes = {
-                **self.stats_dtypes_shapes,
-                "membership_probs": (object, None),
-            }
-            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
-
-    # ------------------------------------------------------------------------------------
-    # Construction helpers
-    # ------------------------------------------------------------------------------------
     def _compile_likelihood_matrix(self, model, value_var, loglik, compile_kwargs):
         """``ℓ[i, j]`` for all slots in one call, by vectorising over constant label vectors."""
         n_obs, n_slots = self._n_obs, self.n_slots
@@ -230,53 +255,6 @@ class CRPGibbs(BlockedStep):
                 return np.stack([looped(*args, j) for j in range(n_slots)], axis=1)
 
         return fn
-
-    def _find_slot_params(self, model, value_var, label_rv, loglik, logps, terms, point):
-        shapes = model.eval_rv_shapes()
-        loglik_inputs = set(ancestors([loglik]))
-        refreshable, skipped = [], []
-        for rv in model.free_RVs:
-            if rv is label_rv:
-                continue
-            rv_value = model.rvs_to_values[rv]
-            if rv_value not in loglik_inputs:
-                continue
-            shape = shapes.get(rv.name, ())
-            if len(shape) == 0 or shape[0] != self.n_slots:
-                continue
-            children = dependent_terms(model, rv_value, logps, exclude=(rv,))
-            ok = (
-                isinstance(rv.owner.op, RandomVariable)
-                and rv.owner.op.ndim_supp < rv.ndim
-                and point[rv_value.name].shape[:1] == (self.n_slots,)
-                and all(child in terms for child in children)
-            )
-            (refreshable if ok else skipped).append(rv)
-        return refreshable, skipped
-
-    def _check_structure(self, initial_point):
-        """Check numerically that term ``i`` depends on the labels through ``c_i`` only."""
-        point = dict(initial_point)
-        if self._refresh_fn is not None:  # distinct slot parameters make the check sharp
-            self._refresh_rng.set_value(np.random.default_rng(12345))
-            for name, draw in zip(self._slot_param_names, self._refresh_fn(point), strict=True):
-                point[name] = draw
-        matrix = self._loglik_fn(point)
-        if matrix.shape != (self._n_obs, self.n_slots):
-            raise ValueError(
-                f"the label-dependent terms {[t.name for t in self._terms]} do not give one "
-                f"log-density per observation: expected leading length {self._n_obs}, got the "
-                f"likelihood matrix shape {matrix.shape}"
-            )
-        test_labels = np.arange(self._n_obs, dtype=np.int64) % self.n_slots
-        point[self._label_name] = test_labels
-        direct = self._single_loglik_fn(point)
-        want = matrix[np.arange(self._n_obs), test_labels]
-        if not np.allclose(direct, want, rtol=1e-8, atol=1e-8, equal_nan=True):
-            raise ValueError(
-                f"the density of observation i depends on labels other than {self._label_name}[i]"
-                f" in {[t.name for t in self._terms]}; CRPGibbs cannot update these labels"
-            )
 
     # ------------------------------------------------------------------------------------
     # Sampling
@@ -358,13 +336,6 @@ def _label_value_vars(model) -> list:
     if not found:
         raise ValueError("the model has no free CRP or DirichletMultinomialPartition")
     return found
-
-
-def _sum_trailing(logp):
-    """Sum an elementwise log-density over all but its leading (observation) axis."""
-    if logp.ndim <= 1:
-        return logp
-    return pt.sum(logp, axis=tuple(range(1, logp.ndim)))
 
 
 def pytensor_replace(graph, old, new):
