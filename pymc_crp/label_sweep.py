@@ -22,7 +22,7 @@ from numba import njit
 
 from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights
 
-__all__ = ["gibbs_label_sweep", "likelihood_weights"]
+__all__ = ["full_conditionals", "gibbs_label_sweep", "likelihood_weights"]
 
 
 def likelihood_weights(loglik: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -122,3 +122,33 @@ def gibbs_label_sweep(
             for j in range(n_slots):
                 probs_out[i, j] = probs[j] / total
     return n_full
+
+
+@njit(cache=True, nogil=True)
+def full_conditionals(
+    lik_weights, labels, counts, prior_code, param_a, param_b, out
+):  # pragma: no cover
+    r"""Every label's full conditional at the current state, ``out[i, j] = P(c_i = j | c_{-i}, φ)``.
+
+    .. math:: P(c_i = j \mid c_{-i}, φ, y) = \frac{w_j(c_{-i})\, E[i, j]}
+        {\sum_{j'} w_{j'}(c_{-i})\, E[i, j']}
+
+    with the prior weights of :func:`pymc_crp.partition_math.conditional_slot_weights` and
+    ``E`` from :func:`likelihood_weights`. Evaluated at the end of a sweep, these are the
+    conditionals of the draw that is stored, so their average over draws is an unbiased
+    (Rao--Blackwellised) estimate of the membership probabilities, also after relabelling
+    each draw by its own labels (:func:`pymc_crp.membership_probabilities`). ``counts`` is
+    restored on return.
+    """
+    n_obs, n_slots = lik_weights.shape
+    prior_w = np.empty(n_slots)
+    for i in range(n_obs):
+        counts[labels[i]] -= 1
+        conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        counts[labels[i]] += 1
+        total = 0.0
+        for j in range(n_slots):
+            out[i, j] = prior_w[j] * lik_weights[i, j]
+            total += out[i, j]
+        for j in range(n_slots):
+            out[i, j] /= total

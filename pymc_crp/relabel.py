@@ -352,12 +352,27 @@ def membership_probabilities(
     membership_var: str | None = "membership_probs",
     rao_blackwell: bool = True,
 ) -> np.ndarray:
-    r"""Posterior membership probabilities ``P(z_i = k | Y)`` after relabelling.
+    r"""Posterior membership probabilities ``P(τ_s(z_i) = k | Y)`` after relabelling.
 
-    Rao--Blackwellised when the per-draw conditional probabilities are recorded
-    (``membership_probs`` of :class:`pymc_crp.CRPGibbs`),
-    ``\hat P_{ik} = (1/S) Σ_s P(z_i = τ_s^{-1}(k) | ·)^{(s)}``; otherwise the relabelled
-    label frequencies ``(1/S) Σ_s 1{τ_s(z^(s)_i) = k}``.
+    The frequency estimate is ``\hat P_{ik} = (1/S) Σ_s 1{τ_s(z^(s)_i) = k}`` with ``τ_s`` the
+    ECR permutation of draw ``s`` (:func:`ecr_permutations`), a function of the whole label
+    vector, ``τ_s = τ(z^(s))``. Its Rao--Blackwellised version averages the conditional
+    expectation of each indicator given everything but ``z_i``, using the full conditionals
+    ``p^(s)_{ij} = P(z_i = j | z_{-i}, φ)`` recorded at the stored state
+    (``membership_probs`` of :class:`pymc_crp.CRPGibbs`):
+
+    .. math::
+
+        \hat P_{ik} = \frac{1}{S} \sum_s \sum_j p^{(s)}_{ij}\,
+            1\{τ(z^{(s)}_{i \to j})(j) = k\},
+
+    where ``z_{i→j}`` is the draw with label ``i`` set to ``j``: the permutation is recomputed
+    for the counterfactual label, because ``τ`` depends on the label being averaged
+    (using ``τ(z^(s))`` for every ``j`` is biased towards the pivot). ``τ(z_{i→j})`` depends on
+    ``i`` only through ``(z_i, pivot_i)``, so one assignment problem is solved per draw, group
+    and candidate slot; candidates whose conditional probability is below ``1e-12`` in the
+    whole group keep ``τ(z^(s))`` (a change below ``1e-12`` per draw). Unbiased for the same
+    quantity as the frequency estimate, with a smaller variance.
 
     Parameters
     ----------
@@ -365,7 +380,11 @@ def membership_probabilities(
     var_name : str
         Label variable.
     method : {"ecr", "stephens"} or None, default "ecr"
-        Relabelling (see :func:`relabel`); ``None`` if ``idata`` is already relabelled.
+        Relabelling (see :func:`relabel`); ``None`` if ``idata`` is already relabelled (or
+        needs no relabelling). With ``"stephens"`` (a draw's permutation depends on every
+        label through the membership probabilities) and with ``None`` after :func:`relabel`
+        (the stored permutations were computed from the draws' own labels) the relabelled
+        frequencies are returned.
     pivot, n_slots, membership_var
         As in :func:`relabel`.
     rao_blackwell : bool, default True
@@ -377,7 +396,25 @@ def membership_probabilities(
         Rows sum to 1. Column ``k < K*`` is cluster ``k`` of the pivot; trailing slots that
         never receive probability are dropped (``K <= L``).
     """
-    if method is not None:
+    if method is not None and method.lower() == "ecr":
+        _, z, flat, n_slots, pivot = _prepare(
+            idata, var_name, (), method, pivot, n_slots, membership_var
+        )
+        perm = ecr_permutations(flat, pivot, n_slots)
+        member = None
+        if rao_blackwell:
+            stat = _membership_stat(idata, membership_var, None, n_items=flat.shape[1])
+            if stat is not None:
+                member = np.asarray(stat.values, dtype=np.float64).reshape(
+                    -1, *flat.shape[1:], n_slots
+                )
+        if member is not None:
+            probs = _rao_blackwell_ecr(flat, member, pivot, perm) / flat.shape[0]
+        else:
+            probs = _frequencies(np.take_along_axis(perm, flat, axis=1), n_slots)
+        return _drop_unused(probs)
+    permuted = False
+    if method is not None:  # Stephens
         idata = relabel(
             idata,
             var_name,
@@ -386,20 +423,64 @@ def membership_probabilities(
             n_slots=n_slots,
             membership_var=membership_var,
         )
+        permuted = True
+    elif "sample_stats" in idata.groups():
+        permuted = f"{var_name}_permutation" in idata.sample_stats
     z = label_draws(idata, var_name, name="idata")
-    n_draws, n_items = z.shape
-    member = None
-    if rao_blackwell:
+    n_items = z.shape[1]
+    stat = None
+    if rao_blackwell and not permuted:
         stat = _membership_stat(idata, membership_var, None, n_items=n_items)
-        if stat is not None:
-            member = np.asarray(stat.values, dtype=np.float64)
-    if member is not None:
+    if stat is not None:
+        member = np.asarray(stat.values, dtype=np.float64)
         probs = member.reshape(-1, n_items, member.shape[-1]).mean(axis=0)
         probs /= probs.sum(axis=1, keepdims=True)
     else:
-        n_cols = int(z.max()) + 1 if n_slots is None else int(n_slots)
-        flat = np.arange(n_items)[None, :] * n_cols + z
-        probs = np.bincount(flat.ravel(), minlength=n_items * n_cols).reshape(n_items, n_cols)
-        probs = probs / n_draws
+        probs = _frequencies(z, int(z.max()) + 1 if n_slots is None else int(n_slots))
+    return _drop_unused(probs)
+
+
+def _frequencies(labels: np.ndarray, n_cols: int) -> np.ndarray:
+    """``(N, n_cols)`` label frequencies of ``(S, N)`` draws."""
+    n_draws, n_items = labels.shape
+    flat = np.arange(n_items)[None, :] * n_cols + labels
+    counts = np.bincount(flat.ravel(), minlength=n_items * n_cols).reshape(n_items, n_cols)
+    return counts / n_draws
+
+
+def _drop_unused(probs: np.ndarray) -> np.ndarray:
     used = np.flatnonzero(probs.sum(axis=0) > 0)
     return probs[:, : used.max() + 1] if used.size else probs
+
+
+_NEGLIGIBLE = 1e-12
+
+
+def _rao_blackwell_ecr(labels, member, pivot, perm) -> np.ndarray:
+    """``Σ_s Σ_j p^(s)_{ij} 1{τ(z^(s)_{i→j})(j) = k}`` (see :func:`membership_probabilities`)."""
+    n_draws, n_items = labels.shape
+    n_slots = perm.shape[1]
+    out = np.zeros((n_items, n_slots))
+    for s in range(n_draws):
+        z, p, tau = labels[s], member[s], perm[s]
+        out[:, tau] += p  # τ(z) for every candidate slot (τ is a permutation)
+        table = np.zeros((n_slots, n_slots), dtype=np.int64)
+        np.add.at(table, (z, pivot), 1)
+        group_of = z * n_slots + pivot
+        for key in np.unique(group_of):
+            members = np.flatnonzero(group_of == key)
+            old, target = divmod(int(key), n_slots)
+            weight = p[members].max(axis=0)
+            for j in np.flatnonzero(weight > _NEGLIGIBLE):
+                if j == old:
+                    continue
+                table[old, target] -= 1
+                table[j, target] += 1
+                _, cols = linear_sum_assignment(table, maximize=True)  # rows 0..L-1
+                table[old, target] += 1
+                table[j, target] -= 1
+                new_k = cols[j]
+                if new_k != tau[j]:
+                    out[members, tau[j]] -= p[members, j]
+                    out[members, new_k] += p[members, j]
+    return out

@@ -30,7 +30,7 @@ from pytensor.graph.traversal import ancestors
 from rich.progress import TextColumn
 from rich.table import Column
 
-from pymc_crp.label_sweep import gibbs_label_sweep, likelihood_weights
+from pymc_crp.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
 from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
 from pymc_crp.step_methods.label_terms import (
@@ -80,7 +80,8 @@ class CRPGibbs(BlockedStep):
         batch axis and whose only children are the label-dependent terms; other slot
         parameters are left to their own step methods (still a valid sampler).
     membership_probs : bool, default False
-        Record each observation's conditional label probabilities in the stat
+        Record each observation's full conditional label probabilities at the end of the
+        sweep, ``P(c_i = j | c_{-i}, φ)`` at the stored state, in the stat
         ``membership_probs`` for Rao--Blackwellised membership estimates. It is stored
         flattened, ``(chain, draw, N·L)`` in ``idata.sample_stats`` (PyMC's default trace
         keeps array stats only as flat vectors); :func:`pymc_crp.membership_probabilities`
@@ -280,11 +281,16 @@ class CRPGibbs(BlockedStep):
         lik_weights, _ = likelihood_weights(self._loglik_fn(point))
         order = self.rng.permutation(self._n_obs).astype(np.int64)
         uniforms = self.rng.random(self._n_obs)
-        probs = (
-            np.empty((self._n_obs, self.n_slots)) if self.record_membership else np.empty((0, 0))
-        )
         n_full = gibbs_label_sweep(
-            lik_weights, labels, counts, order, uniforms, self._prior_code, param_a, param_b, probs
+            lik_weights,
+            labels,
+            counts,
+            order,
+            uniforms,
+            self._prior_code,
+            param_a,
+            param_b,
+            np.empty((0, 0)),
         )
         point[self._label_name] = labels
         stats = {
@@ -302,6 +308,10 @@ class CRPGibbs(BlockedStep):
                 "warning",
             )
         if self.record_membership:  # flat (N·L,): PyMC's default trace stacks 1-D stats only
+            probs = np.empty((self._n_obs, self.n_slots))
+            full_conditionals(
+                lik_weights, labels, counts, self._prior_code, param_a, param_b, probs
+            )
             stats["membership_probs"] = probs.ravel()
         return point, [stats]
 

@@ -17,11 +17,14 @@ Each problem draws ``(φ*, y)`` from the model's own prior and fits ``y`` with t
 * ``measurement_error``: ``pmc.models.measurement_error_mixture``, N = 10 1-D observations,
   ``V = 0.25``, fixed prior (the conjugate Gibbs steps, MixtureCRPGibbs, ConcentrationGibbs).
 
-The number of clusters ``K`` counts the occupied slots. With ``max_clusters < N`` and a random
-concentration (``partial_orders``) the model's prior is ``p(α) EPPF(c | α) 1{K ≤ L}``
-(unnormalised in ``α``), while ``pm.draw`` conditions the labels on ``K ≤ L`` for each drawn
-``α``; the simulator therefore keeps a prior draw with probability ``P(K ≤ L | α)`` (the event
-that an independent untruncated CRP seating has ``K ≤ L``), which samples the model's joint.
+* ``truncated_crp``: the ``crp`` problem with ``max_clusters = 3 < N = 12``: the truncated
+  prior ``p(c | α) = EPPF(c | α) 1{K ≤ L} / P(K ≤ L | α)`` is one distribution, so ``α`` is
+  calibrated with the default steps (ConcentrationGibbs with its truncation correction).
+
+The number of clusters ``K`` counts the occupied slots. With ``max_clusters < N`` the model's
+prior is the CRP conditioned on ``K ≤ L`` for every ``α`` (the density is renormalised by
+``P(K ≤ L | α)``), which is what ``pm.draw`` samples: the simulators draw from the prior
+directly.
 """
 
 from __future__ import annotations
@@ -98,7 +101,7 @@ def _sample(model, draws: int, tune: int, seed: int, step=None):
 # --------------------------------------------------------------------------------------------
 # CRP normal mixtures (DP and Pitman-Yor): one model, data swapped with pm.set_data
 # --------------------------------------------------------------------------------------------
-def _crp_problem(size: str, pitman_yor: bool) -> Problem:
+def _crp_problem(size: str, pitman_yor: bool, max_clusters: int = N_CRP) -> Problem:
     draws, tune = (250, 150) if size == "smoke" else (400, 200)
     with pm.Model() as model:
         y_obs = pm.Data("y_obs", np.zeros(N_CRP))
@@ -107,8 +110,8 @@ def _crp_problem(size: str, pitman_yor: bool) -> Problem:
             d = pm.Uniform("d", 0.0, 0.8)
         else:
             alpha, d = pm.Gamma("alpha", 2.0, 1.0), 0.0
-        z = pmc.CRP("z", alpha, d, max_clusters=N_CRP, n=N_CRP)
-        mu = pm.Normal("mu", 0.0, 3.0, shape=N_CRP)
+        z = pmc.CRP("z", alpha, d, max_clusters=max_clusters, n=N_CRP)
+        mu = pm.Normal("mu", 0.0, 3.0, shape=max_clusters)
         y = pm.Normal("y", mu[z], 1.0, observed=y_obs)
     params = ["alpha", "d", "K"] if pitman_yor else ["alpha", "K"]
     draw = _Draw([alpha, d if pitman_yor else alpha, z, y])
@@ -127,7 +130,8 @@ def _crp_problem(size: str, pitman_yor: bool) -> Problem:
             out["d"] = trace.get_values("d")
         return out
 
-    return Problem("pitman_yor" if pitman_yor else "crp", params, simulate, fit)
+    name = "pitman_yor" if pitman_yor else "crp" if max_clusters == N_CRP else "truncated_crp"
+    return Problem(name, params, simulate, fit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,12 +151,7 @@ def _partial_order_problem(size: str) -> Problem:
     params = [*names, "K"]
 
     def simulate(rng):
-        while True:
-            *values, labels, lists = draw(rng)
-            alpha = float(values[3])
-            seated = rng.random(N_LISTS) < alpha / (alpha + np.arange(N_LISTS))
-            if np.count_nonzero(seated) <= N_SLOTS_PO:  # accept w.p. P(K <= L | alpha)
-                break
+        *values, labels, lists = draw(rng)
         truth = dict(zip(names, map(float, values), strict=True))
         truth["K"] = float(n_clusters(labels))
         data = [row[row >= 0].tolist() for row in lists]
@@ -214,10 +213,17 @@ def _measurement_error_problem(size: str) -> Problem:
 PROBLEMS = {
     "crp": lambda size: _crp_problem(size, pitman_yor=False),
     "pitman_yor": lambda size: _crp_problem(size, pitman_yor=True),
+    "truncated_crp": lambda size: _crp_problem(size, pitman_yor=False, max_clusters=3),
     "partial_orders": _partial_order_problem,
     "measurement_error": _measurement_error_problem,
 }
-SEEDS = {"crp": 101, "pitman_yor": 202, "partial_orders": 303, "measurement_error": 404}
+SEEDS = {
+    "crp": 101,
+    "pitman_yor": 202,
+    "truncated_crp": 505,
+    "partial_orders": 303,
+    "measurement_error": 404,
+}
 
 
 def make_problem(name: str, size: str = "smoke") -> Problem:
