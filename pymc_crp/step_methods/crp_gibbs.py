@@ -58,8 +58,10 @@ class CRPGibbs(BlockedStep):
     Assigned automatically by :func:`pymc.sample` to every free
     :class:`~pymc_crp.CRP` and :class:`~pymc_crp.DirichletMultinomialPartition` variable.
     The model terms that depend on the labels must depend on label ``i`` only through their
-    ``i``-th element (``mu[z]``, ``U[c]``, a latent ``θ_i ~ N(mu[z_i], ·)``, vector
-    observations ``y[i, :]``); this is checked when the step is built.
+    ``i``-th element along one axis (``mu[z]``, ``U[c]``, a latent ``θ_i ~ N(mu[z_i], ·)``,
+    vector observations ``y[i, :]``, observations ``y[t, i]`` laid out ``(T, N)``); this is
+    checked at random label vectors with distinct slot parameters when the step is built, and
+    any other model is refused with a ``ValueError``.
 
     The prior conditional weights of label ``i`` given the others are, with ``K`` occupied
     slots among ``L`` after removing ``i``:
@@ -75,10 +77,12 @@ class CRPGibbs(BlockedStep):
     vars : list, optional
         Label variables (default: every partition-prior variable of the model).
     refresh_empty_slots : bool, default True
-        Draw the parameters of empty slots from their prior before each sweep. Done for each
-        slot parameter that is a plain random variable with the slot axis as its leading
-        batch axis and whose only children are the label-dependent terms; other slot
-        parameters are left to their own step methods (still a valid sampler).
+        Draw the parameters of empty slots from their prior before each sweep. Done only for
+        parameters that the labels index: a plain random variable whose leading (batch) axis
+        has one row per slot, whose transform maps each row on its own, whose children all
+        depend on the labels, and whose row ``r`` changes only the densities of observations
+        labelled ``r`` (checked at probe points, see :mod:`pymc_crp.step_methods.label_terms`).
+        Other parameters are left to their own step methods (still an exact sampler).
     membership_probs : bool, default False
         Record each observation's full conditional label probabilities at the end of the
         sweep, ``P(c_i = j | c_{-i}, φ)`` at the stored state, in the stat
