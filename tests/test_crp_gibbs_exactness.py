@@ -173,6 +173,14 @@ def test_two_label_vectors_sharing_a_term_match_exact():
         assert ratio.max() < 1, f"{name}: {np.round(est, 3)} vs {np.round(co[iu], 3)}"
 
 
+def test_piecewise_constant_slot_parameters_are_refreshed():
+    """Utilities of partial orders enter the list likelihood only through their order: the
+    probe moves each row by independent noise (a common shift would change no order)."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2], [2, 0, 1], [1, 2]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
+    assert slot_param_names(model, "cluster") == ["U"]
+
+
 # --------------------------------------------------------------------------------------------
 # 2. A transform that couples the rows (ordered means)
 # --------------------------------------------------------------------------------------------

@@ -256,7 +256,7 @@ def _transform_is_row_local(model, rv, probe, compile_kwargs) -> bool:
         base = np.asarray(backward(point))
         for r in _rows(probe):
             moved = dict(point)
-            moved[value_var.name] = _perturb_row(point[value_var.name], r)
+            moved[value_var.name] = _perturb_row(point[value_var.name], r, probe.rng)
             changed = ~_close(np.asarray(backward(moved)), base)
             if (
                 changed.reshape(changed.shape[0], -1)
@@ -275,7 +275,7 @@ def _labels_index_rows(value_name: str, loglik_fn: PointFunction, probe: LabelPr
         base = np.asarray(loglik_fn(point))
         for r in _rows(probe):
             moved = dict(point)
-            moved[value_name] = _perturb_row(point[value_name], r)
+            moved[value_name] = _perturb_row(point[value_name], r, probe.rng)
             changed = ~_close(np.asarray(loglik_fn(moved)), base)
             if changed[labels != r].any():
                 return False
@@ -289,9 +289,14 @@ def _rows(probe: LabelProbe) -> np.ndarray:
     return np.sort(probe.rng.choice(probe.n_slots, size=_MAX_ROWS, replace=False))
 
 
-def _perturb_row(value, r: int) -> np.ndarray:
+def _perturb_row(value, r: int, rng: np.random.Generator) -> np.ndarray:
+    """Row ``r`` moved by independent normal noise per element (+1 for integers): a common
+    shift could leave piecewise-constant likelihoods (orders of utilities) unchanged."""
     out = np.array(value, copy=True)
-    out[r] = out[r] + (1 if out.dtype.kind in "iu" else 0.37)
+    if out.dtype.kind in "iu":
+        out[r] = out[r] + 1
+    else:
+        out[r] = out[r] + rng.normal(0.0, 1.0, size=np.shape(out[r]))
     return out
 
 
