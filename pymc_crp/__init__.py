@@ -7,6 +7,7 @@ Importing the package registers its step methods in ``pymc.STEP_METHODS`` so tha
 import pymc as pm
 
 from pymc_crp import datasets, distributed, models, sbc
+from pymc_crp._blas import configure_pytensor_blas
 from pymc_crp.consensus import (
     ConsensusOrder,
     consensus_order,
@@ -42,6 +43,8 @@ from pymc_crp.step_methods import (
     UtilityMetropolis,
 )
 
+# Before anything compiles: without a BLAS of its own, PyTensor links to scipy-openblas32.
+configure_pytensor_blas()
 for _step in (
     CRPGibbs,
     ConcentrationGibbs,
