@@ -30,6 +30,7 @@ from pymc_crp.step_methods import (
     NORMAL_MIXTURE_STEPS,
     ConcentrationGibbs,
     ConcentrationMetropolis,
+    ConjugateCRPGibbs,
     CRPGibbs,
     DirichletWeightsGibbs,
     HyperparameterMetropolis,
@@ -59,6 +60,12 @@ for _step in (
 for _step in reversed(NORMAL_MIXTURE_STEPS):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.insert(0, _step)
+
+# Exact conjugate slot updates (and collapsed labels) rank before CRPGibbs and NUTS: they are
+# IDEAL only where the graph shows a conjugate pair, and ``pm.sample`` keeps the first of
+# equally competent methods.
+if ConjugateCRPGibbs not in pm.STEP_METHODS:
+    pm.STEP_METHODS.insert(0, ConjugateCRPGibbs)
 
 __version__ = "0.1.0"
 
@@ -101,6 +108,7 @@ __all__ = [
     "sbc",
     "models",
     "CRPGibbs",
+    "ConjugateCRPGibbs",
     "ConcentrationGibbs",
     "ConcentrationMetropolis",
     "DirichletMultinomialPartition",

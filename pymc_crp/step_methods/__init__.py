@@ -1,5 +1,6 @@
 """Step methods that ``pm.sample`` assigns to the variables of this package's models."""
 
+from pymc_crp.step_methods.collapsed import ConjugateCRPGibbs
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
@@ -20,6 +21,7 @@ from pymc_crp.step_methods.utilities import (
 __all__ = [
     "NORMAL_MIXTURE_STEPS",
     "CRPGibbs",
+    "ConjugateCRPGibbs",
     "DirichletWeightsGibbs",
     "LatentNormalGibbs",
     "MixtureCRPGibbs",

@@ -1,0 +1,309 @@
+r"""Exact Gibbs updates of conjugate slot parameters, with the labels drawn collapsed.
+
+:class:`ConjugateCRPGibbs` is assigned by :func:`pymc.sample` to every conjugate slot
+parameter (:func:`pymc_crp.step_methods.conjugate.conjugate_slot`) and, when the model
+allows it (:func:`~pymc_crp.step_methods.conjugate.collapsible_slots`), to the labels as
+well, as one blocked step. One step:
+
+1. draws the empty slots of the likelihood's *other* slot parameters (e.g. per-cluster
+   ``σ`` when ``μ`` is collapsed) from their prior — an exact Gibbs draw, no data attach to
+   them;
+2. sweeps the labels with the conjugate parameter ``φ`` integrated out (Neal's 2000
+   Algorithm 3, :func:`pymc_crp.conjugate_math.collapsed_label_sweep`): observation ``i``
+   joins slot ``j`` with probability ``∝ w_j(c_{-i}) p(y_i | y_{S_j \ i})``;
+3. draws ``φ_j`` for every slot from its conjugate posterior given the labels (an empty
+   slot's posterior is its prior), and then any other conjugate slot parameter of the step
+   given the new values.
+
+Steps 2–3 together are an exact blocked draw of ``(c, φ)`` given the rest; every update is a
+conditional draw, so nothing is accepted or rejected and there are no divergences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.model import modelcontext
+from pymc.pytensorf import compile as compile_pytensor
+from pymc.stats.convergence import SamplerWarning, WarningType
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.graph.replace import vectorize_graph
+
+from pymc_crp.conjugate_math import collapsed_label_sweep, sample_posterior, slot_statistics
+from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.partitions import CRPRV
+from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    find_model,
+    is_partition_rv,
+    prior_draw_function,
+)
+
+__all__ = ["ConjugateCRPGibbs", "collapsed_target"]
+
+
+def collapsed_target(model, labels):
+    """``(slot, others)``: the conjugate slot parameter that the labels' sweep integrates out
+    and the other slot parameters of its term, or ``(None, None)``."""
+    for rv in model.free_RVs:
+        slot = conjugate_slot(model, rv)
+        if slot is not None and slot.labels is labels:
+            others = collapsible_slots(model, slot)
+            if others is not None:
+                return slot, others
+    return None, None
+
+
+class ConjugateCRPGibbs(BlockedStep):
+    r"""Exact conjugate draws of slot parameters and collapsed label sweeps (Algorithm 3).
+
+    Assigned automatically (it ranks before :class:`~pymc_crp.CRPGibbs` and NUTS) to the
+    conjugate slot parameters of the model and to their labels; see the module docstring
+    and :mod:`pymc_crp.step_methods.conjugate` for the pairs detected. Given only slot
+    parameters (e.g. with the labels observed, or given to another step), it draws them from
+    their conditionals given the labels.
+
+    Parameters
+    ----------
+    vars : list, optional
+        Slot parameters, optionally with their label vector. Labels need the parameter that
+        their sweep integrates out in the same step.
+    model, rng, initial_point, compile_kwargs, blocked
+        As for PyMC's step methods.
+
+    Notes
+    -----
+    Stats: ``n_clusters`` (occupied slots after the step) and ``slots_full`` (a new cluster
+    had prior mass while every slot was occupied: the CRP's truncation at ``max_clusters``
+    bites), as for :class:`~pymc_crp.CRPGibbs`. Labels are never renumbered.
+
+    References
+    ----------
+    .. [1] Neal, R. M. (2000). Markov chain sampling methods for Dirichlet process mixture
+       models. *J. Comput. Graph. Stat.* 9(2), 249–265.
+    """
+
+    name = "conjugate_crp_gibbs"
+    default_blocked = True
+    _state_class = StepMethodState
+    stats_dtypes_shapes = {
+        "n_clusters": (np.int64, []),
+        "slots_full": (bool, []),
+        "warning": (SamplerWarning, None),
+    }
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = True,
+        sweeps: int = 1,
+    ):
+        model = modelcontext(model)
+        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
+            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        self.sweeps = int(sweeps)
+        if vars is None:
+            vars = [v for v in model.value_vars if self.competence(model.values_to_rvs[v]) > 0]
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        rvs = [model.values_to_rvs[v] for v in value_vars]
+        compile_kwargs = dict(compile_kwargs or {})
+        self.vars = list(value_vars)
+        self.rng = get_random_generator(rng)
+        self.tune = True
+        self._warned = False
+
+        label_rvs = [rv for rv in rvs if is_partition_rv(rv)]
+        slots = []
+        for rv in rvs:
+            if is_partition_rv(rv):
+                continue
+            slot = conjugate_slot(model, rv)
+            if slot is None:
+                raise ValueError(
+                    f"ConjugateCRPGibbs: {rv.name} is not a conjugate slot parameter (see "
+                    "pymc_crp.step_methods.conjugate for the pairs detected)"
+                )
+            slots.append(slot)
+        if not slots:
+            raise ValueError("ConjugateCRPGibbs needs at least one conjugate slot parameter")
+        if len({id(s.labels) for s in slots}) != 1 or len(label_rvs) > 1:
+            raise ValueError("ConjugateCRPGibbs updates the parameters of one label vector")
+        labels = slots[0].labels
+        if label_rvs and label_rvs[0] is not labels:
+            raise ValueError(
+                f"ConjugateCRPGibbs: the slot parameters are read through {labels.name}, "
+                f"not {label_rvs[0].name}"
+            )
+
+        # The collapsed parameter goes first: it is drawn right after the sweep.
+        self._collapse = None
+        if label_rvs:
+            target, others = collapsed_target(model, labels)
+            if target is None or target.param not in rvs:
+                raise ValueError(
+                    f"ConjugateCRPGibbs cannot sweep {labels.name} collapsed here: it needs a "
+                    "conjugate slot parameter of the labels' only likelihood term in the same "
+                    "step (use pymc_crp.CRPGibbs otherwise)"
+                )
+            slots.sort(key=lambda s: s.param is not target.param)
+            self._collapse = slots[0]
+            self._refresh_fn = None
+            if others:
+                self._refresh_fn, self._refresh_rng = prior_draw_function(
+                    model, others, compile_kwargs
+                )
+                self._refresh_names = [model.rvs_to_values[rv].name for rv in others]
+            self._setup_prior(model, labels, compile_kwargs)
+        self._slots = slots
+        self.n_slots = slots[0].n_slots
+        labels_value = model.rvs_to_values[labels]
+        self._label_name = labels_value.name if labels in model.free_RVs else None
+        if self._label_name is None:
+            fixed = np.asarray(model.rvs_to_values[labels].eval(), dtype=np.int64)
+            self._fixed_labels = fixed
+        self._fns = [self._compile_slot(model, s, labels_value, compile_kwargs) for s in slots]
+
+    # ------------------------------------------------------------------------------------
+    # Construction helpers
+    # ------------------------------------------------------------------------------------
+    def _setup_prior(self, model, labels, compile_kwargs):
+        _, _, *params = labels.owner.inputs
+        if isinstance(labels.owner.op, CRPRV):
+            self._prior_code, prior_params = CRP_PRIOR, params[:2]
+        else:
+            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
+            prior_params = [params[0], pt.constant(0.0)]
+        self._prior_params_fn = compile_point_function(
+            model,
+            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
+            compile_kwargs,
+        )
+
+    def _compile_slot(self, model, slot, labels_value, compile_kwargs):
+        """Compiled readers for one slot parameter: ``(hyper, y, aux_now, aux_matrix, write)``."""
+        hyper = pt.stack(list(slot.hyper), axis=1)
+        y = pt.cast(slot.term, "float64")
+        hyper_v, y_v, aux_v = model.replace_rvs_by_values([hyper, y, slot.aux])
+        read = compile_point_function(model, [hyper_v, y_v, aux_v], compile_kwargs)
+        matrix = None
+        if self._collapse is slot:
+            matrix = self._aux_matrix_fn(model, labels_value, aux_v, compile_kwargs)
+        return read, matrix, self._writer(model, slot.param)
+
+    def _aux_matrix_fn(self, model, labels_value, aux_v, compile_kwargs):
+        """``aux[i, j]`` for every slot ``j``: the graph with the labels set to ``j``."""
+        n_slots = self.n_slots
+        slot_ids = pt.as_tensor(np.arange(n_slots, dtype=np.int64))
+        batched = vectorize_graph(
+            aux_v, replace={labels_value: pt.zeros_like(labels_value)[None, :] + slot_ids[:, None]}
+        )
+        fn = compile_point_function(model, batched, compile_kwargs)
+
+        def aux_matrix(point):
+            out = np.asarray(fn(point), dtype=np.float64)
+            n_obs = np.shape(point[labels_value.name])[0]
+            return np.ascontiguousarray(np.broadcast_to(out, (n_slots, n_obs)).T)
+
+        return aux_matrix
+
+    @staticmethod
+    def _writer(model, rv):
+        """``(value_name, fn)`` mapping a natural-scale draw to the sampler's scale."""
+        value_var = model.rvs_to_values[rv]
+        transform = model.rvs_to_transforms.get(rv)
+        if transform is None:
+            return value_var.name, lambda x: np.asarray(x, dtype=np.float64)
+        natural = pt.tensor("natural", shape=rv.type.shape, dtype=rv.dtype)
+        fn = compile_pytensor(
+            [natural], transform.forward(natural, *rv.owner.inputs), on_unused_input="ignore"
+        )
+        return value_var.name, lambda x: np.asarray(fn(x), dtype=np.float64)
+
+    # ------------------------------------------------------------------------------------
+    # Sampling
+    # ------------------------------------------------------------------------------------
+    def _labels(self, point):
+        if self._label_name is None:
+            return self._fixed_labels
+        labels = np.array(point[self._label_name], dtype=np.int64, copy=True)
+        if labels.size and (labels.min() < 0 or labels.max() >= self.n_slots):
+            raise ValueError(f"{self._label_name} has labels outside 0..{self.n_slots - 1}")
+        return labels
+
+    def step(self, point):
+        point = dict(point)
+        labels = self._labels(point)
+        counts = np.bincount(labels, minlength=self.n_slots).astype(np.int64)
+        n_full = 0
+        if self._collapse is not None:
+            empty = counts == 0
+            if self._refresh_fn is not None and empty.any():
+                self._refresh_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+                draws = self._refresh_fn(point)
+                for name, draw in zip(self._refresh_names, draws, strict=True):
+                    updated = np.array(point[name], copy=True)
+                    updated[empty] = draw[empty]
+                    point[name] = updated
+            slot = self._collapse
+            read, matrix, _ = self._fns[0]
+            hyper, y, _ = read(point)
+            aux = matrix(point)
+            hyper = np.ascontiguousarray(hyper, dtype=np.float64)
+            y = np.ascontiguousarray(y, dtype=np.float64)
+            stats = slot_statistics(slot.family, y, aux, labels)
+            param_a, param_b = (float(v) for v in self._prior_params_fn(point))
+            for _ in range(self.sweeps):
+                order = self.rng.permutation(labels.size).astype(np.int64)
+                uniforms = self.rng.random(labels.size)
+                n_full += collapsed_label_sweep(
+                    slot.family, y, aux, hyper, labels, counts, stats, order, uniforms,
+                    self._prior_code, param_a, param_b,
+                )  # fmt: skip
+            point[self._label_name] = labels
+        for slot, (read, _, (name, write)) in zip(self._slots, self._fns, strict=True):
+            hyper, y, aux_now = read(point)
+            aux = np.broadcast_to(np.asarray(aux_now, dtype=np.float64)[:, None],
+                                  (labels.size, self.n_slots))  # fmt: skip
+            stats = slot_statistics(slot.family, y, aux, labels)
+            draw = sample_posterior(slot.family, np.asarray(hyper, dtype=np.float64), stats,
+                                    self.rng)  # fmt: skip
+            point[name] = write(draw)
+        stats_out = {
+            "n_clusters": int(np.count_nonzero(counts)),
+            "slots_full": bool(n_full > 0),
+            "warning": None,
+        }
+        if n_full > 0 and not self._warned and not self.tune:
+            self._warned = True
+            stats_out["warning"] = SamplerWarning(
+                WarningType.BAD_PARAMS,
+                f"ConjugateCRPGibbs: all {self.n_slots} slots of {self._label_name} were "
+                "occupied when a new cluster had prior mass, so the Chinese restaurant process "
+                "was truncated; increase max_clusters (stat 'slots_full')",
+                "warning",
+            )
+        return point, [stats_out]
+
+    def reset_tuning(self):
+        return
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        """IDEAL for conjugate slot parameters, and for labels that can be swept collapsed."""
+        model = find_model(var)
+        if model is None or var not in model.free_RVs:
+            return Competence.INCOMPATIBLE
+        if is_partition_rv(var):
+            if var.ndim == 1 and collapsed_target(model, var)[0] is not None:
+                return Competence.IDEAL
+            return Competence.INCOMPATIBLE
+        if conjugate_slot(model, var) is not None:
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
