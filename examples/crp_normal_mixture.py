@@ -27,7 +27,7 @@ import pymc_crp as pmc  # noqa: E402
 def main():
     rng = np.random.default_rng(2026)
     truth = np.repeat([0, 1, 2], [60, 40, 30])
-    y = np.array([-4.0, 0.5, 5.0])[truth] + rng.normal(0, [0.8, 1.0, 0.6])[truth]
+    y = rng.normal(np.array([-4.0, 0.5, 5.0])[truth], np.array([0.8, 1.0, 0.6])[truth])
     n_slots = 15
     with pm.Model() as model:
         alpha = pm.Gamma("alpha", 1.0, 1.0)

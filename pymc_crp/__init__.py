@@ -39,6 +39,7 @@ from pymc_crp.step_methods import (
     MixtureLabelGibbs,
     NonCentredHyperparameterMetropolis,
     NormalInverseWishartGibbs,
+    SlotSliceSampler,
     UtilityMeanGibbs,
     UtilityMetropolis,
 )
@@ -64,8 +65,9 @@ for _step in reversed(NORMAL_MIXTURE_STEPS):
 # Exact conjugate slot updates (and collapsed labels) rank before CRPGibbs and NUTS: they are
 # IDEAL only where the graph shows a conjugate pair, and ``pm.sample`` keeps the first of
 # equally competent methods.
-if ConjugateCRPGibbs not in pm.STEP_METHODS:
-    pm.STEP_METHODS.insert(0, ConjugateCRPGibbs)
+for _step in (SlotSliceSampler, ConjugateCRPGibbs):
+    if _step not in pm.STEP_METHODS:
+        pm.STEP_METHODS.insert(0, _step)
 
 __version__ = "0.1.0"
 
@@ -101,6 +103,7 @@ __all__ = [
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
     "PartialOrderLists",
+    "SlotSliceSampler",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
     "datasets",

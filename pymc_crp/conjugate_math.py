@@ -54,6 +54,7 @@ __all__ = [
     "log_predictive",
     "posterior_params",
     "sample_posterior",
+    "slot_log_marginal",
     "slot_statistics",
 ]
 
@@ -161,6 +162,40 @@ def slot_statistics(family: int, y: np.ndarray, aux: np.ndarray, labels: np.ndar
         stats,
     )
     return stats
+
+
+@njit(cache=True, nogil=True)
+def _log_marginal_kernel(family, y, aux, labels, hyper, out):  # pragma: no cover
+    stats = np.zeros((hyper.shape[0], 2))
+    for i in range(y.shape[0]):
+        j = labels[i]
+        h0, h1, t0, t1 = hyper[j, 0], hyper[j, 1], stats[j, 0], stats[j, 1]
+        out[j] += _log_pred(family, h0, h1, t0, t1, y[i], aux[i])
+        _add(family, stats, j, y[i], aux[i], 1.0)
+
+
+def slot_log_marginal(
+    family: int, hyper: np.ndarray, y: np.ndarray, aux: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
+    r"""Log marginal likelihood ``(L,)`` of each slot's observations, ``φ`` integrated out.
+
+    By the chain rule over the members ``i_1 < i_2 < …`` of slot ``j``:
+
+    .. math:: \log m(y_{S_j}) = \sum_k \log p(y_{i_k} \mid y_{i_1}, …, y_{i_{k-1}}),
+
+    each term the posterior predictive density (module docstring); ``0`` for an empty slot.
+    ``aux (N,)`` is the likelihood's other parameter of each observation in its own slot.
+    """
+    out = np.zeros(np.shape(hyper)[0])
+    _log_marginal_kernel(
+        int(family),
+        np.ascontiguousarray(y, dtype=np.float64),
+        np.ascontiguousarray(aux, dtype=np.float64),
+        np.ascontiguousarray(labels, dtype=np.int64),
+        np.ascontiguousarray(hyper, dtype=np.float64),
+        out,
+    )
+    return out
 
 
 def posterior_params(family: int, hyper: np.ndarray, stats: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from pymc_crp.step_methods.normal_gibbs import (
     MixtureLabelGibbs,
     NormalInverseWishartGibbs,
 )
+from pymc_crp.step_methods.slot_slice import SlotSliceSampler
 from pymc_crp.step_methods.utilities import (
     HyperparameterMetropolis,
     UtilityMeanGibbs,
@@ -31,6 +32,7 @@ __all__ = [
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "SlotSliceSampler",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]

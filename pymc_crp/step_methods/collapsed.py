@@ -21,6 +21,8 @@ conditional draw, so nothing is accepted or rejected and there are no divergence
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.model import modelcontext
@@ -30,18 +32,53 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
-from pymc_crp.conjugate_math import collapsed_label_sweep, sample_posterior, slot_statistics
+from pymc_crp.conjugate_math import (
+    collapsed_label_sweep,
+    sample_posterior,
+    slot_log_marginal,
+    slot_statistics,
+)
 from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
-from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot
+from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     find_model,
     is_partition_rv,
     prior_draw_function,
+    term_logps,
 )
+from pymc_crp.step_methods.slot_slice import slice_slots
 
-__all__ = ["ConjugateCRPGibbs", "collapsed_target"]
+__all__ = ["ConjugateCRPGibbs", "collapsed_target", "partner_of"]
+
+
+@dataclass(eq=False)
+class _Partner:
+    """A non-conjugate slot parameter ``ψ`` drawn with the conjugate ``φ`` integrated out."""
+
+    name: str
+    slot_index: int
+    prior_logp: object
+    draw: object
+    draw_rng: object
+    width: float = 1.0
+    n_tuned: int = 0
+
+
+def partner_of(model, rv):
+    """The :class:`ConjugateSlot` whose likelihood reads the continuous, non-conjugate slot
+    parameter ``rv`` as ``rv[z]`` (so ``rv`` can be drawn with that slot's parameter
+    integrated out), or ``None``."""
+    if rv.dtype not in ("float32", "float64") or conjugate_slot(model, rv) is not None:
+        return None
+    for other in model.free_RVs:
+        if other is rv:
+            continue
+        slot = conjugate_slot(model, other)
+        if slot is not None and rv in (partner_slots(model, slot) or ()):
+            return slot
+    return None
 
 
 def collapsed_target(model, labels):
@@ -120,17 +157,21 @@ class ConjugateCRPGibbs(BlockedStep):
         self._warned = False
 
         label_rvs = [rv for rv in rvs if is_partition_rv(rv)]
-        slots = []
+        slots, partner_rvs = [], []
         for rv in rvs:
             if is_partition_rv(rv):
                 continue
             slot = conjugate_slot(model, rv)
-            if slot is None:
+            if slot is not None:
+                slots.append(slot)
+            elif partner_of(model, rv) is not None:
+                partner_rvs.append(rv)
+            else:
                 raise ValueError(
-                    f"ConjugateCRPGibbs: {rv.name} is not a conjugate slot parameter (see "
-                    "pymc_crp.step_methods.conjugate for the pairs detected)"
+                    f"ConjugateCRPGibbs: {rv.name} is neither a conjugate slot parameter (see "
+                    "pymc_crp.step_methods.conjugate for the pairs detected) nor a continuous "
+                    "slot parameter of a conjugate pair's likelihood"
                 )
-            slots.append(slot)
         if not slots:
             raise ValueError("ConjugateCRPGibbs needs at least one conjugate slot parameter")
         if len({id(s.labels) for s in slots}) != 1 or len(label_rvs) > 1:
@@ -169,6 +210,20 @@ class ConjugateCRPGibbs(BlockedStep):
             fixed = np.asarray(model.rvs_to_values[labels].eval(), dtype=np.int64)
             self._fixed_labels = fixed
         self._fns = [self._compile_slot(model, s, labels_value, compile_kwargs) for s in slots]
+        self._partners = []
+        for rv in partner_rvs:
+            slot = partner_of(model, rv)
+            index = next((k for k, s in enumerate(slots) if s.param is slot.param), None)
+            if index is None:
+                raise ValueError(
+                    f"ConjugateCRPGibbs draws {rv.name} with {slot.param.name} integrated out, "
+                    f"so {slot.param.name} must be in the same step"
+                )
+            prior_lp = compile_point_function(model, term_logps(model)[rv], compile_kwargs)
+            draw, draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+            self._partners.append(
+                _Partner(model.rvs_to_values[rv].name, index, prior_lp, draw, draw_rng)
+            )
 
     # ------------------------------------------------------------------------------------
     # Construction helpers
@@ -267,6 +322,9 @@ class ConjugateCRPGibbs(BlockedStep):
                     self._prior_code, param_a, param_b,
                 )  # fmt: skip
             point[self._label_name] = labels
+        occupied = counts > 0
+        for partner in self._partners:
+            self._slice_partner(point, partner, labels, occupied)
         for slot, (read, _, (name, write)) in zip(self._slots, self._fns, strict=True):
             hyper, y, aux_now = read(point)
             aux = np.broadcast_to(np.asarray(aux_now, dtype=np.float64)[:, None],
@@ -291,6 +349,31 @@ class ConjugateCRPGibbs(BlockedStep):
             )
         return point, [stats_out]
 
+    def _slice_partner(self, point, partner, labels, occupied):
+        """``ψ_j ~ p(ψ_j) m(y_{S_j} | ψ_j)`` with ``φ`` integrated out: slice sampling for
+        occupied slots, exact prior draws for empty ones."""
+        slot = self._slots[partner.slot_index]
+        read = self._fns[partner.slot_index][0]
+        x0 = np.array(point[partner.name], dtype=np.float64, copy=True)
+        empty = ~occupied
+        if empty.any():
+            partner.draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+            (draw,) = partner.draw(point)
+            x0[empty] = draw[empty]
+
+        def logf(x):
+            point[partner.name] = x
+            hyper, y, aux = read(point)
+            marginal = slot_log_marginal(slot.family, hyper, y, aux, labels)
+            return np.asarray(partner.prior_logp(point), dtype=np.float64) + marginal
+
+        x1, _ = slice_slots(logf, x0, occupied, partner.width, self.rng)
+        if self.tune and occupied.any():
+            partner.n_tuned += 1
+            move = max(float(np.mean(np.abs(x1[occupied] - x0[occupied]))), 1e-8)
+            partner.width += (move - partner.width) / partner.n_tuned
+        point[partner.name] = x1
+
     def reset_tuning(self):
         return
 
@@ -304,6 +387,6 @@ class ConjugateCRPGibbs(BlockedStep):
             if var.ndim == 1 and collapsed_target(model, var)[0] is not None:
                 return Competence.IDEAL
             return Competence.INCOMPATIBLE
-        if conjugate_slot(model, var) is not None:
+        if conjugate_slot(model, var) is not None or partner_of(model, var) is not None:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE

@@ -54,7 +54,13 @@ from pymc_crp.step_methods.model_graph import (
     term_logps,
 )
 
-__all__ = ["ConjugateSlot", "conjugate_slot", "collapsible_slots", "slot_index_uses"]
+__all__ = [
+    "ConjugateSlot",
+    "collapsible_slots",
+    "conjugate_slot",
+    "partner_slots",
+    "slot_index_uses",
+]
 
 _INDEX_OPS = (AdvancedSubtensor, AdvancedSubtensor1)
 
@@ -223,21 +229,15 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
     return ConjugateSlot(family, param, term, labels, n_slots, hyper, aux)
 
 
-def collapsible_slots(model: Model, slot: ConjugateSlot) -> list | None:
-    """The other slot parameters of ``slot.term`` if its labels can be drawn with ``slot.param``
-    integrated out, else ``None``.
+def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
+    """The other slot parameters ``ψ`` that ``slot.term`` reads (as ``ψ[z]``), or ``None`` if
+    the term reads the labels otherwise or a ``ψ`` has children besides the term.
 
-    Needs: the labels' only child is ``slot.term``; every use of the labels in the term is
-    ``ψ[z]`` of a free slot parameter ``ψ`` whose only child is the term (so that its empty
-    slots can be drawn from the prior, and observation ``i`` depends on ``z_i`` only).
+    Observation ``i`` then depends on the labels through ``z_i`` only, and each ``ψ_j`` given
+    the labels depends on slot ``j``'s observations only.
     """
     labels = slot.labels
-    if labels not in model.free_RVs:
-        return None
     logps = term_logps(model)
-    children = dependent_terms(model, model.rvs_to_values[labels], logps, exclude=(labels,))
-    if children != [slot.term]:
-        return None
     dist_params = slot.term.owner.inputs[2:]
     label_uses = [
         var.owner
@@ -256,3 +256,20 @@ def collapsible_slots(model: Model, slot: ConjugateSlot) -> list | None:
             return None
         others.append(base)
     return others
+
+
+def collapsible_slots(model: Model, slot: ConjugateSlot) -> list | None:
+    """The other slot parameters of ``slot.term`` if its labels can be drawn with ``slot.param``
+    integrated out, else ``None``.
+
+    Needs free labels whose only child is ``slot.term``, and :func:`partner_slots` (the
+    other slot parameters, whose empty slots are then drawn from their prior before a sweep).
+    """
+    labels = slot.labels
+    if labels not in model.free_RVs:
+        return None
+    logps = term_logps(model)
+    children = dependent_terms(model, model.rvs_to_values[labels], logps, exclude=(labels,))
+    if children != [slot.term]:
+        return None
+    return partner_slots(model, slot)
