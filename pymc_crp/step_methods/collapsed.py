@@ -173,7 +173,10 @@ class ConjugateCRPGibbs(BlockedStep):
                     "slot parameter of a conjugate pair's likelihood"
                 )
         if not slots:
-            raise ValueError("ConjugateCRPGibbs needs at least one conjugate slot parameter")
+            raise ValueError(
+                "ConjugateCRPGibbs needs at least one conjugate slot parameter; labels are swept "
+                "with it integrated out, so it must be in the same step"
+            )
         if len({id(s.labels) for s in slots}) != 1 or len(label_rvs) > 1:
             raise ValueError("ConjugateCRPGibbs updates the parameters of one label vector")
         labels = slots[0].labels

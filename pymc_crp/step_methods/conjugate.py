@@ -150,7 +150,8 @@ def _is_precision_of(scale, index_out) -> bool:
     if others != [v]:
         return False
     fn = pytensor.function([v], replaced, on_unused_input="ignore")
-    test = np.array([0.37, 1.0, 2.5, 11.0], dtype=index_out.dtype)
+    length = index_out.type.shape[0] if index_out.type.shape[0] is not None else 4
+    test = np.geomspace(0.37, 11.0, length).astype(index_out.dtype)
     try:
         got = np.asarray(fn(test))
     except Exception:  # noqa: BLE001 - wrong shape (e.g. a fixed-length graph): not conjugate
