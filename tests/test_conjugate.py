@@ -398,3 +398,67 @@ def test_bad_arguments():
             ConjugateCRPGibbs([mu])
         with pytest.raises(ValueError, match="width"):
             SlotSliceSampler([mu], width=-1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# Split--merge moves alone leave the collapsed label posterior invariant
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("prior", ["py", "dm"])
+def test_split_merge_alone_is_exact(prior):
+    """Only split--merge moves (no sweep), label vectors of N = 4 over L = 4 slots with
+    slot-specific priors (so label vectors, not only partitions, are identified), against
+    enumeration of all 256 label vectors."""
+    from oracles import (
+        all_label_vectors,
+        crp_label_prob,
+        dirichlet_multinomial_label_prob,
+        exact_collapsed_label_posterior,
+    )
+
+    from pymc_crp.conjugate_math import GAMMA_POISSON
+    from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+    from pymc_crp.split_merge import split_merge_moves
+
+    y = np.array([0.0, 1.0, 6.0, 8.0])
+    hyper = np.array([[2.0, 0.5], [1.0, 0.2], [4.0, 1.0], [1.0, 1.0]])  # Gamma(a_j, rate b_j)
+    n_slots = 4
+    if prior == "py":
+        code, a, b = CRP_PRIOR, 0.8, 0.25
+
+        def log_prior(c):
+            return math.log(crp_label_prob(c, a, b, n_slots))
+
+    else:
+        code, a, b = DIRICHLET_MULTINOMIAL_PRIOR, 1.5, 0.0
+
+        def log_prior(c):
+            return math.log(dirichlet_multinomial_label_prob(c, a, n_slots))
+
+    vectors = all_label_vectors(4, n_slots)
+    exact = exact_collapsed_label_posterior(
+        vectors,
+        log_prior,
+        lambda j, idx: gamma_poisson_block_log_marginal(y[idx], *hyper[j]),
+    )
+    rng = np.random.default_rng(11)
+    labels = np.zeros(4, dtype=np.int64)
+    counts = np.bincount(labels, minlength=n_slots).astype(np.int64)
+    aux = np.zeros((4, n_slots))
+    n_draws = 100_000
+    seen = np.empty(n_draws, dtype=np.int64)
+    for t in range(n_draws):
+        split_merge_moves(GAMMA_POISSON, y, aux, hyper, labels, counts, 1, code, a, b, rng)
+        np.testing.assert_array_equal(counts, np.bincount(labels, minlength=n_slots))
+        seen[t] = labels[0] * 64 + labels[1] * 16 + labels[2] * 4 + labels[3]
+    index = vectors @ np.array([64, 16, 4, 1])
+    ind = (seen[None, :, None] == index[None, None, :]).astype(float)  # (chain, draw, vector)
+    est = ind.mean(axis=(0, 1))
+    tol = 4.5 * mcse(ind) + 0.002
+    assert np.all(np.abs(est - exact) < tol), np.max(np.abs(est - exact) / tol)
+    # and a wrong target (prior parameter changed) is rejected by the same draws
+    wrong = exact_collapsed_label_posterior(
+        vectors,
+        log_prior,
+        lambda j, idx: gamma_poisson_block_log_marginal(y[idx], hyper[j, 0], 3 * hyper[j, 1]),
+    )
+    assert np.max(np.abs(est - wrong) / tol) > 1

@@ -40,6 +40,7 @@ from pymc_crp.conjugate_math import (
 )
 from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
+from pymc_crp.split_merge import split_merge_moves
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -128,6 +129,7 @@ class ConjugateCRPGibbs(BlockedStep):
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),
         "slots_full": (bool, []),
+        "split_merge_accepted": (np.int64, []),
         "warning": (SamplerWarning, None),
     }
 
@@ -141,11 +143,17 @@ class ConjugateCRPGibbs(BlockedStep):
         compile_kwargs: dict | None = None,
         blocked: bool = True,
         sweeps: int = 1,
+        split_merge: int = 20,
     ):
         model = modelcontext(model)
         if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
         self.sweeps = int(sweeps)
+        if isinstance(split_merge, bool) or not isinstance(split_merge, int | np.integer):
+            raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
+        if split_merge < 0:
+            raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
+        self.split_merge = int(split_merge)
         if vars is None:
             vars = [v for v in model.value_vars if self.competence(model.values_to_rvs[v]) > 0]
         value_vars = get_value_vars_from_user_vars(vars, model)
@@ -299,7 +307,7 @@ class ConjugateCRPGibbs(BlockedStep):
         point = dict(point)
         labels = self._labels(point)
         counts = np.bincount(labels, minlength=self.n_slots).astype(np.int64)
-        n_full = 0
+        n_full = n_accepted = 0
         if self._collapse is not None:
             empty = counts == 0
             if self._refresh_fn is not None and empty.any():
@@ -315,8 +323,12 @@ class ConjugateCRPGibbs(BlockedStep):
             aux = matrix(point)
             hyper = np.ascontiguousarray(hyper, dtype=np.float64)
             y = np.ascontiguousarray(y, dtype=np.float64)
-            stats = slot_statistics(slot.family, y, aux, labels)
             param_a, param_b = (float(v) for v in self._prior_params_fn(point))
+            n_accepted = split_merge_moves(
+                slot.family, y, aux, hyper, labels, counts, self.split_merge,
+                self._prior_code, param_a, param_b, self.rng,
+            )  # fmt: skip
+            stats = slot_statistics(slot.family, y, aux, labels)
             for _ in range(self.sweeps):
                 order = self.rng.permutation(labels.size).astype(np.int64)
                 uniforms = self.rng.random(labels.size)
@@ -339,6 +351,7 @@ class ConjugateCRPGibbs(BlockedStep):
         stats_out = {
             "n_clusters": int(np.count_nonzero(counts)),
             "slots_full": bool(n_full > 0),
+            "split_merge_accepted": int(n_accepted),
             "warning": None,
         }
         if n_full > 0 and not self._warned and not self.tune:
