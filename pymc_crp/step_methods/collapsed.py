@@ -230,7 +230,10 @@ class ConjugateCRPGibbs(BlockedStep):
                     f"ConjugateCRPGibbs draws {rv.name} with {slot.param.name} integrated out, "
                     f"so {slot.param.name} must be in the same step"
                 )
-            prior_lp = compile_point_function(model, term_logps(model)[rv], compile_kwargs)
+            (aux_v,) = model.replace_rvs_by_values([slot.aux])
+            prior_lp = compile_point_function(  # one call per slice evaluation
+                model, [term_logps(model)[rv], aux_v], compile_kwargs
+            )
             draw, draw_rng = prior_draw_function(model, [rv], compile_kwargs)
             self._partners.append(
                 _Partner(model.rvs_to_values[rv].name, index, prior_lp, draw, draw_rng)
@@ -377,11 +380,12 @@ class ConjugateCRPGibbs(BlockedStep):
             (draw,) = partner.draw(point)
             x0[empty] = draw[empty]
 
+        hyper, y, _ = read(point)  # the partner is read by the term only: fixed here
+
         def logf(x):
             point[partner.name] = x
-            hyper, y, aux = read(point)
-            marginal = slot_log_marginal(slot.family, hyper, y, aux, labels)
-            return np.asarray(partner.prior_logp(point), dtype=np.float64) + marginal
+            prior_lp, aux = partner.prior_logp(point)
+            return prior_lp + slot_log_marginal(slot.family, hyper, y, aux, labels)
 
         x1, _ = slice_slots(logf, x0, occupied, partner.width, self.rng)
         if self.tune and occupied.any():

@@ -25,6 +25,7 @@ the general path.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,8 @@ from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     find_model,
     is_partition_rv,
+    model_signature,
+    same_signature,
     term_logps,
 )
 
@@ -170,10 +173,34 @@ def _gamma_hyper(prior_node):
     return None
 
 
+# model -> (signature of the model's graphs, {id(variable): (variable, ConjugateSlot | None)})
+_DETECTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
-    """The :class:`ConjugateSlot` of ``param`` if it is a conjugate slot parameter, else None."""
+    """The :class:`ConjugateSlot` of ``param`` if it is a conjugate slot parameter, else None.
+
+    Cached per model (PyMC asks every step method's competence for every variable) and
+    recomputed when the model's variables, transforms or potentials change.
+    """
     model = find_model(param) if model is None else model
-    if model is None or not _slot_rv_ok(model, param):
+    if model is None:
+        return None
+    signature = model_signature(model)
+    entry = _DETECTED.get(model)
+    if entry is None or not same_signature(entry[0], signature):
+        entry = (signature, {})
+        _DETECTED[model] = entry
+    cached = entry[1].get(id(param))
+    if cached is not None and cached[0] is param:
+        return cached[1]
+    found = _detect(model, param)
+    entry[1][id(param)] = (param, found)
+    return found
+
+
+def _detect(model: Model, param) -> ConjugateSlot | None:
+    if not _slot_rv_ok(model, param):
         return None
     logps = term_logps(model)
     children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
@@ -209,10 +236,9 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
             if isinstance(prior_node.op, NormalRV):
                 m, s = prior_node.inputs[2:4]
                 family, hyper, aux = NORMAL_MEAN, (m, s**2), per_obs(scale) ** 2
-        elif not _depends_on(loc, param) and _is_precision_of(scale, index_out):
-            gamma = _gamma_hyper(prior_node)
-            if gamma is not None:
-                family, hyper, aux = NORMAL_PREC, gamma, per_obs(loc)
+        elif _gamma_hyper(prior_node) is not None and not _depends_on(loc, param):
+            if _is_precision_of(scale, index_out):  # compiles a small function: checked last
+                family, hyper, aux = NORMAL_PREC, _gamma_hyper(prior_node), per_obs(loc)
     elif isinstance(term_op, PoissonRV) and dist_params[0] is index_out:
         gamma = _gamma_hyper(prior_node)
         if gamma is not None:
