@@ -314,7 +314,9 @@ class ConjugateCRPGibbs(BlockedStep):
         if self._collapse is not None:
             empty = counts == 0
             if self._refresh_fn is not None and empty.any():
-                self._refresh_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+                self._refresh_rng.set_value(
+                    np.random.default_rng(self.rng.integers(2**63)), borrow=True
+                )
                 draws = self._refresh_fn(point)
                 for name, draw in zip(self._refresh_names, draws, strict=True):
                     updated = np.array(point[name], copy=True)
@@ -376,7 +378,7 @@ class ConjugateCRPGibbs(BlockedStep):
         x0 = np.array(point[partner.name], dtype=np.float64, copy=True)
         empty = ~occupied
         if empty.any():
-            partner.draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+            partner.draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)), borrow=True)
             (draw,) = partner.draw(point)
             x0[empty] = draw[empty]
 

@@ -196,7 +196,7 @@ class SlotSliceSampler(BlockedStep):
         occupied = np.bincount(labels, minlength=self.n_slots) > 0
         x0 = np.array(point[self._name], dtype=np.float64, copy=True)
         # Empty slots: exact draws from the prior.
-        self._prior_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+        self._prior_rng.set_value(np.random.default_rng(self.rng.integers(2**63)), borrow=True)
         (prior_draw,) = self._prior_fn(point)
         x0[~occupied] = prior_draw[~occupied]
         x1, evals = slice_slots(
