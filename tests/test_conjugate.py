@@ -85,6 +85,9 @@ CASES = {
     "halfnormal_scales": ("dp", Y6, "halfnormal_scales", None),
     # mu and tau both conjugate given the other (mu swept collapsed)
     "semi_conjugate": ("dp", Y6, "semi_conjugate", None),
+    # normal--inverse-gamma style: mu ~ N(0, (2 sigma)^2) per slot, sigma a partner that also
+    # sets mu's prior
+    "normal_scale_mixture": ("dp", Y6, "normal_scale_mixture", None),
 }
 
 
@@ -111,6 +114,10 @@ def slot_params(kind: str, z, data, n_slots: int, observed_name: str = "y"):
     elif kind == "halfnormal_scales":
         mu = pm.Normal("phi", 0.0, TAU, shape=n_slots)
         sigma = pm.HalfNormal("sigma", 1.5, shape=n_slots)
+        pm.Normal(observed_name, mu[z], sigma[z], observed=data)
+    elif kind == "normal_scale_mixture":
+        sigma = pm.HalfNormal("sigma", 1.5, shape=n_slots)
+        mu = pm.Normal("phi", 0.0, 2.0 * sigma, shape=n_slots)
         pm.Normal(observed_name, mu[z], sigma[z], observed=data)
     elif kind == "semi_conjugate":
         mu = pm.Normal("phi", 0.0, TAU, shape=n_slots)
@@ -157,6 +164,16 @@ def block_log_marginal(case: str):
             value = mixed_over_parameter(
                 lambda t: math.exp(compound_symmetry_normal_logpdf(yb, t**-0.5, TAU) - shift),
                 lambda t: stats.gamma.pdf(t, 3.0, scale=1.0 / 3.0),
+            )
+            return math.log(value) + shift
+
+    elif kind == "normal_scale_mixture":
+
+        def marginal(yb):
+            shift = normal_block_log_marginal(yb, 1.0, TAU)
+            value = mixed_over_parameter(
+                lambda s: math.exp(compound_symmetry_normal_logpdf(yb, s, 2.0 * s) - shift),
+                lambda s: stats.halfnorm.pdf(s, scale=1.5),
             )
             return math.log(value) + shift
 
@@ -238,7 +255,7 @@ def test_assignment(case):
     _, assigned = assign_step_methods(model)
     names = {cls: sorted(model.values_to_rvs[v].name for v in vs) for cls, vs in assigned.items()}
     expected = ["phi", "z"]
-    if case == "halfnormal_scales":
+    if case in ("halfnormal_scales", "normal_scale_mixture"):
         expected = ["phi", "sigma", "z"]
     elif case == "semi_conjugate":
         expected = ["phi", "tau", "z"]

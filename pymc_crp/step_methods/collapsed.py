@@ -44,6 +44,7 @@ from pymc_crp.split_merge import split_merge_moves
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
+    dependent_terms,
     find_model,
     is_partition_rv,
     prior_draw_function,
@@ -63,6 +64,7 @@ class _Partner:
     prior_logp: object
     draw: object
     draw_rng: object
+    sets_prior: bool = False
     width: float = 1.0
     n_tuned: int = 0
 
@@ -235,8 +237,11 @@ class ConjugateCRPGibbs(BlockedStep):
                 model, [term_logps(model)[rv], aux_v], compile_kwargs
             )
             draw, draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+            sets_prior = slot.param in dependent_terms(
+                model, model.rvs_to_values[rv], term_logps(model), exclude=(rv,)
+            )
             self._partners.append(
-                _Partner(model.rvs_to_values[rv].name, index, prior_lp, draw, draw_rng)
+                _Partner(model.rvs_to_values[rv].name, index, prior_lp, draw, draw_rng, sets_prior)
             )
 
     # ------------------------------------------------------------------------------------
@@ -382,11 +387,14 @@ class ConjugateCRPGibbs(BlockedStep):
             (draw,) = partner.draw(point)
             x0[empty] = draw[empty]
 
-        hyper, y, _ = read(point)  # the partner is read by the term only: fixed here
+        hyper, y, _ = read(point)
 
         def logf(x):
             point[partner.name] = x
             prior_lp, aux = partner.prior_logp(point)
+            if partner.sets_prior:  # normal--inverse-gamma style: φ's prior moves with ψ
+                hyper_x = read(point)[0]
+                return prior_lp + slot_log_marginal(slot.family, hyper_x, y, aux, labels)
             return prior_lp + slot_log_marginal(slot.family, hyper, y, aux, labels)
 
         x1, _ = slice_slots(logf, x0, occupied, partner.width, self.rng)

@@ -96,11 +96,13 @@ def _is_index_of(node, base, labels=None) -> bool:
     )
 
 
-def slot_index_uses(graphs, base) -> list | None:
+def slot_index_uses(graphs, base, blockers=()) -> list | None:
     """The nodes of ``graphs`` that read ``base``; ``None`` unless each is ``base[z]`` for one
-    partition label vector ``z`` (returned as ``[z, nodes...]``)."""
+    partition label vector ``z`` (returned as ``[z, nodes...]``). The search does not enter
+    the graphs behind ``blockers`` (pass the model's random variables: their own parameters
+    are not read by ``graphs``)."""
     uses = []
-    for var in ancestors(list(graphs)):
+    for var in ancestors(list(graphs), blockers=list(blockers)):
         node = var.owner
         if node is not None and any(inp is base for inp in node.inputs) and node not in uses:
             uses.append(node)
@@ -212,7 +214,7 @@ def _detect(model: Model, param) -> ConjugateSlot | None:
     if term.owner.op.ndim_supp != 0 or term.ndim != 1:
         return None
     dist_params = term.owner.inputs[2:]
-    uses = slot_index_uses(dist_params, param)
+    uses = slot_index_uses(dist_params, param, model.basic_RVs)
     if uses is None:
         return None
     labels, *index_nodes = uses
@@ -258,31 +260,63 @@ def _detect(model: Model, param) -> ConjugateSlot | None:
 
 def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
     """The other slot parameters ``ψ`` that ``slot.term`` reads (as ``ψ[z]``), or ``None`` if
-    the term reads the labels otherwise or a ``ψ`` has children besides the term.
+    the term reads the labels otherwise or a ``ψ`` has children besides the term and the
+    conjugate parameter's prior.
 
     Observation ``i`` then depends on the labels through ``z_i`` only, and each ``ψ_j`` given
-    the labels depends on slot ``j``'s observations only.
+    the labels depends on slot ``j``'s observations only. A ``ψ`` may also set the prior of
+    ``φ`` slot by slot (normal--inverse-gamma style, ``mu ~ N(m, sigma / sqrt(k))``); this
+    is checked numerically (changing ``ψ_0`` changes the prior of ``φ_0`` only).
     """
+    cached = getattr(slot, "_partners", False)
+    if cached is not False:
+        return cached
     labels = slot.labels
     logps = term_logps(model)
     dist_params = slot.term.owner.inputs[2:]
     label_uses = [
         var.owner
-        for var in ancestors(list(dist_params))
+        for var in ancestors(list(dist_params), blockers=list(model.basic_RVs))
         if var.owner is not None and any(inp is labels for inp in var.owner.inputs)
     ]
     others = []
     for node in label_uses:
         base = node.inputs[0]
         if not _is_index_of(node, base, labels) or not _slot_rv_ok(model, base, slot.n_slots):
-            return None
+            others = None
+            break
         if base is slot.param or base in others:
             continue
-        base_children = dependent_terms(model, model.rvs_to_values[base], logps, exclude=(base,))
-        if base_children != [slot.term] or slot_index_uses(dist_params, base) is None:
-            return None
+        children = dependent_terms(model, model.rvs_to_values[base], logps, exclude=(base,))
+        allowed = children == [slot.term] or (
+            len(children) == 2
+            and any(c is slot.term for c in children)
+            and any(c is slot.param for c in children)
+            and _sets_prior_slotwise(model, slot, base)
+        )
+        if not allowed or slot_index_uses(dist_params, base, model.basic_RVs) is None:
+            others = None
+            break
         others.append(base)
+    slot._partners = others
     return others
+
+
+def _sets_prior_slotwise(model: Model, slot: ConjugateSlot, base) -> bool:
+    """Whether the prior parameters of ``slot.param`` depend on ``base`` slot by slot."""
+    hyper = model.replace_rvs_by_values([pt.stack(list(slot.hyper), axis=1)])[0]
+    value = model.rvs_to_values[base]
+    inputs = [v for v in explicit_graph_inputs([hyper]) if v in set(model.value_vars)]
+    if value not in inputs:
+        return False
+    fn = pytensor.function(inputs, hyper, on_unused_input="ignore")
+    point = model.initial_point()
+    before = np.asarray(fn(*(point[v.name] for v in inputs)))
+    moved = np.array(point[value.name], dtype=float, copy=True)
+    moved[0] += 0.37
+    point[value.name] = moved
+    after = np.asarray(fn(*(point[v.name] for v in inputs)))
+    return bool(np.all(before[1:] == after[1:]) and np.any(before[0] != after[0]))
 
 
 def collapsible_slots(model: Model, slot: ConjugateSlot) -> list | None:
