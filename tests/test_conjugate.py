@@ -479,3 +479,39 @@ def test_split_merge_alone_is_exact(prior):
         lambda j, idx: gamma_poisson_block_log_marginal(y[idx], hyper[j, 0], 3 * hyper[j, 1]),
     )
     assert np.max(np.abs(est - wrong) / tol) > 1
+
+
+# --------------------------------------------------------------------------------------------
+# A non-conjugate slot parameter: CRPGibbs on the labels, SlotSliceSampler on the means
+# --------------------------------------------------------------------------------------------
+def test_slot_slice_sampler_is_exact():
+    """``mu ~ Laplace(0, 2)`` per slot, ``y ~ N(mu[z], 1)``: no conjugate pair, so the labels
+    keep CRPGibbs and ``mu`` gets SlotSliceSampler (no NUTS, no divergences). Against
+    enumeration with each block's mean integrated out by quadrature."""
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=6, n=6)
+        mu = pm.Laplace("mu", 0.0, 2.0, shape=6)
+        pm.Normal("y", mu[z], 1.0, observed=Y6)
+    idata = sample(model, seed=909, draws=3000)
+    assert "diverging" not in idata.sample_stats
+    assert "slice_evals" in idata.sample_stats
+
+    @functools.cache
+    def marginal(block):
+        yb = Y6[list(block)]
+        center = float(yb.mean())
+
+        def lik(m):
+            return math.exp(float(stats.norm.logpdf(yb, m, 1.0).sum()) - shift)
+
+        shift = float(stats.norm.logpdf(yb, center, 1.0).sum())
+        value = mixed_over_parameter(
+            lik, lambda m: stats.laplace.pdf(m, 0.0, 2.0), lower=-math.inf, upper=math.inf
+        )
+        return math.log(value) + shift
+
+    parts, probs = exact_partition_posterior(
+        6, lambda blocks: eppf([len(b) for b in blocks], 1.0, 0.0), lambda b: marginal(tuple(b))
+    )
+    co, k = co_clustering_matrix(parts, probs, 6), cluster_count_probs(parts, probs, 6)
+    assert discrepancy(idata, co, k) < 1
