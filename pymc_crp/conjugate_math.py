@@ -48,6 +48,7 @@ __all__ = [
     "BETA_BINOMIAL",
     "FAMILY_NAMES",
     "GAMMA_POISSON",
+    "MVN_MEAN",
     "NORMAL_MEAN",
     "NORMAL_PREC",
     "collapsed_label_sweep",
@@ -62,11 +63,13 @@ NORMAL_MEAN = 0
 NORMAL_PREC = 1
 GAMMA_POISSON = 2
 BETA_BINOMIAL = 3
+MVN_MEAN = 4  # multivariate normal mean: see pymc_crp.mvnormal_math
 FAMILY_NAMES = {
     NORMAL_MEAN: "normal mean (normal prior, known variance)",
     NORMAL_PREC: "normal precision (gamma prior, known mean)",
     GAMMA_POISSON: "Poisson rate (gamma prior)",
     BETA_BINOMIAL: "Bernoulli/binomial probability (beta prior)",
+    MVN_MEAN: "multivariate normal mean (normal prior, known covariance)",
 }
 _LOG_2PI = math.log(2.0 * math.pi)
 

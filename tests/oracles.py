@@ -259,3 +259,15 @@ def normal_precision_block_log_marginal(y_block, mean: float, shape: float, rate
     ss = float(np.sum((y - mean) ** 2))
     out = -0.5 * n * math.log(2 * math.pi) + shape * math.log(rate) - math.lgamma(shape)
     return out + math.lgamma(shape + n / 2) - (shape + n / 2) * math.log(rate + ss / 2)
+
+
+def mvnormal_block_log_marginal(y_block, sigma, prior_mean, prior_cov) -> float:
+    """``μ ~ N(prior_mean, prior_cov)``, rows ``y_i | μ ~ N(μ, sigma)`` (``D``-vectors), ``μ``
+    integrated out: the stacked rows are ``N(1 ⊗ m, I ⊗ sigma + 1 1ᵀ ⊗ prior_cov)``."""
+    from scipy.stats import multivariate_normal
+
+    y = np.asarray(y_block, dtype=float)
+    n = y.shape[0]
+    cov = np.kron(np.eye(n), np.asarray(sigma)) + np.kron(np.ones((n, n)), np.asarray(prior_cov))
+    mean = np.tile(np.asarray(prior_mean, dtype=float), n)
+    return float(multivariate_normal(mean, cov).logpdf(y.ravel()))

@@ -33,11 +33,13 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_crp.conjugate_math import (
+    MVN_MEAN,
     collapsed_label_sweep,
     sample_posterior,
     slot_log_marginal,
     slot_statistics,
 )
+from pymc_crp.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
 from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
 from pymc_crp.split_merge import split_merge_moves
@@ -262,8 +264,12 @@ class ConjugateCRPGibbs(BlockedStep):
 
     def _compile_slot(self, model, slot, labels_value, compile_kwargs):
         """Compiled readers for one slot parameter: ``(hyper, y, aux_now, aux_matrix, write)``."""
-        hyper = pt.stack(list(slot.hyper), axis=1)
         y = pt.cast(slot.term, "float64")
+        if slot.family == MVN_MEAN:  # (prior mean (L, D), prior cov (L, D, D), y, Σ)
+            graphs = model.replace_rvs_by_values([*slot.hyper, y, slot.aux])
+            read = compile_point_function(model, graphs, compile_kwargs)
+            return read, None, self._writer(model, slot.param)
+        hyper = pt.stack(list(slot.hyper), axis=1)
         hyper_v, y_v, aux_v = model.replace_rvs_by_values([hyper, y, slot.aux])
         read = compile_point_function(model, [hyper_v, y_v, aux_v], compile_kwargs)
         matrix = None
@@ -328,29 +334,22 @@ class ConjugateCRPGibbs(BlockedStep):
                     updated[empty] = draw[empty]
                     point[name] = updated
             slot = self._collapse
-            read, matrix, _ = self._fns[0]
-            hyper, y, _ = read(point)
-            aux = matrix(point)
-            hyper = np.ascontiguousarray(hyper, dtype=np.float64)
-            y = np.ascontiguousarray(y, dtype=np.float64)
             param_a, param_b = (float(v) for v in self._prior_params_fn(point))
-            n_accepted = split_merge_moves(
-                slot.family, y, aux, hyper, labels, counts, self.split_merge,
-                self._prior_code, param_a, param_b, self.rng,
-            )  # fmt: skip
-            stats = slot_statistics(slot.family, y, aux, labels)
-            for _ in range(self.sweeps):
-                order = self.rng.permutation(labels.size).astype(np.int64)
-                uniforms = self.rng.random(labels.size)
-                n_full += collapsed_label_sweep(
-                    slot.family, y, aux, hyper, labels, counts, stats, order, uniforms,
-                    self._prior_code, param_a, param_b,
-                )  # fmt: skip
+            if slot.family == MVN_MEAN:
+                n_full = self._mvn_sweeps(point, labels, counts, param_a, param_b)
+            else:
+                n_full, n_accepted = self._scalar_sweeps(point, labels, counts, param_a, param_b)
             point[self._label_name] = labels
         occupied = counts > 0
         for partner in self._partners:
             self._slice_partner(point, partner, labels, occupied)
         for slot, (read, _, (name, write)) in zip(self._slots, self._fns, strict=True):
+            if slot.family == MVN_MEAN:
+                prior_mean, prior_cov, y, cov = read(point)
+                n_j, sums = mvn_slot_sums(y, labels, self.n_slots)
+                draw = mvn_sample_posterior(prior_mean, prior_cov, cov, n_j, sums, self.rng)
+                point[name] = write(draw)
+                continue
             hyper, y, aux_now = read(point)
             aux = np.broadcast_to(np.asarray(aux_now, dtype=np.float64)[:, None],
                                   (labels.size, self.n_slots))  # fmt: skip
@@ -358,6 +357,48 @@ class ConjugateCRPGibbs(BlockedStep):
             draw = sample_posterior(slot.family, np.asarray(hyper, dtype=np.float64), stats,
                                     self.rng)  # fmt: skip
             point[name] = write(draw)
+        return point, [self._stats(counts, n_full, n_accepted)]
+
+    def _mvn_sweeps(self, point, labels, counts, param_a, param_b):
+        """Collapsed sweeps for a multivariate normal mean (no split--merge moves)."""
+        read = self._fns[0][0]
+        prior_mean, prior_cov, y, cov = (np.ascontiguousarray(v, dtype=np.float64)
+                                         for v in read(point))  # fmt: skip
+        _, sums = mvn_slot_sums(y, labels, self.n_slots)
+        n_full = 0
+        for _ in range(self.sweeps):
+            order = self.rng.permutation(labels.size).astype(np.int64)
+            uniforms = self.rng.random(labels.size)
+            n_full += mvn_collapsed_sweep(
+                y, cov, prior_mean, prior_cov, labels, counts, sums, order, uniforms,
+                self._prior_code, param_a, param_b,
+            )  # fmt: skip
+        return n_full
+
+    def _scalar_sweeps(self, point, labels, counts, param_a, param_b):
+        """Split--merge moves and collapsed sweeps for the scalar families."""
+        slot = self._collapse
+        n_full = 0
+        read, matrix, _ = self._fns[0]
+        hyper, y, _ = read(point)
+        aux = matrix(point)
+        hyper = np.ascontiguousarray(hyper, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        n_accepted = split_merge_moves(
+            slot.family, y, aux, hyper, labels, counts, self.split_merge,
+            self._prior_code, param_a, param_b, self.rng,
+        )  # fmt: skip
+        stats = slot_statistics(slot.family, y, aux, labels)
+        for _ in range(self.sweeps):
+            order = self.rng.permutation(labels.size).astype(np.int64)
+            uniforms = self.rng.random(labels.size)
+            n_full += collapsed_label_sweep(
+                slot.family, y, aux, hyper, labels, counts, stats, order, uniforms,
+                self._prior_code, param_a, param_b,
+            )  # fmt: skip
+        return n_full, n_accepted
+
+    def _stats(self, counts, n_full, n_accepted):
         stats_out = {
             "n_clusters": int(np.count_nonzero(counts)),
             "slots_full": bool(n_full > 0),
@@ -373,7 +414,7 @@ class ConjugateCRPGibbs(BlockedStep):
                 "was truncated; increase max_clusters (stat 'slots_full')",
                 "warning",
             )
-        return point, [stats_out]
+        return stats_out
 
     def _slice_partner(self, point, partner, labels, occupied):
         """``ψ_j ~ p(ψ_j) m(y_{S_j} | ψ_j)`` with ``φ`` integrated out: slice sampling for

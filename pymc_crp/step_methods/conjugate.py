@@ -40,6 +40,7 @@ from pytensor.tensor.random.basic import (
     BinomialRV,
     ExponentialRV,
     GammaRV,
+    MvNormalRV,
     NormalRV,
     PoissonRV,
 )
@@ -47,7 +48,13 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 from pytensor.tensor.variable import TensorConstant
 
-from pymc_crp.conjugate_math import BETA_BINOMIAL, GAMMA_POISSON, NORMAL_MEAN, NORMAL_PREC
+from pymc_crp.conjugate_math import (
+    BETA_BINOMIAL,
+    GAMMA_POISSON,
+    MVN_MEAN,
+    NORMAL_MEAN,
+    NORMAL_PREC,
+)
 from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     find_model,
@@ -203,7 +210,7 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
 
 def _detect(model: Model, param) -> ConjugateSlot | None:
     if not _slot_rv_ok(model, param):
-        return None
+        return _detect_mvnormal(model, param)
     logps = term_logps(model)
     children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
     if len(children) != 1:
@@ -258,6 +265,56 @@ def _detect(model: Model, param) -> ConjugateSlot | None:
     return ConjugateSlot(family, param, term, labels, n_slots, hyper, aux)
 
 
+def _peel_broadcast(var):
+    """``b`` for PyMC's ``second(a, b)`` (``b`` broadcast to ``a``'s shape), else ``var``."""
+    node = var.owner
+    if node is not None and type(getattr(node.op, "scalar_op", None)).__name__ == "Second":
+        return node.inputs[1]
+    return var
+
+
+def _detect_mvnormal(model: Model, param) -> ConjugateSlot | None:
+    """``μ`` of shape ``(L, D)`` (``Normal`` or ``MvNormal`` prior) read as
+    ``MvNormal(μ[z], cov)`` with ``cov`` free of ``μ`` and the labels."""
+    if param not in model.free_RVs or not isinstance(getattr(param.owner, "op", None),
+                                                      (NormalRV, MvNormalRV)):  # fmt: skip
+        return None
+    if param.ndim != 2 or None in param.type.shape:
+        return None
+    n_slots, dim = param.type.shape
+    logps = term_logps(model)
+    children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
+    if len(children) != 1 or children[0] not in model.basic_RVs:
+        return None
+    (term,) = children
+    if not isinstance(term.owner.op, MvNormalRV) or term.ndim != 2:
+        return None
+    loc, cov = term.owner.inputs[2:4]
+    uses = slot_index_uses([loc, cov], param, model.basic_RVs)
+    if uses is None or len(uses) != 2 or _peel_broadcast(loc) is not uses[1].outputs[0]:
+        return None
+    labels = uses[0]
+    if _n_slots(labels) != n_slots or _depends_on(cov, labels) or _depends_on(cov, param):
+        return None
+    if cov.ndim == 3:
+        if not cov.type.broadcastable[0]:
+            return None
+        cov = cov[0]
+    if cov.ndim != 2:
+        return None
+    prior_node = param.owner
+    m, s = prior_node.inputs[2:4]
+    prior_mean = pt.broadcast_to(pt.cast(m, "float64"), (n_slots, dim))
+    if isinstance(prior_node.op, NormalRV):
+        var = pt.broadcast_to(pt.cast(s, "float64") ** 2, (n_slots, dim))
+        prior_cov = var[:, :, None] * pt.eye(dim)[None]
+    else:
+        prior_cov = pt.broadcast_to(pt.cast(s, "float64"), (n_slots, dim, dim))
+    return ConjugateSlot(
+        MVN_MEAN, param, term, labels, n_slots, (prior_mean, prior_cov), pt.cast(cov, "float64")
+    )
+
+
 def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
     """The other slot parameters ``ψ`` that ``slot.term`` reads (as ``ψ[z]``), or ``None`` if
     the term reads the labels otherwise or a ``ψ`` has children besides the term and the
@@ -282,11 +339,11 @@ def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
     others = []
     for node in label_uses:
         base = node.inputs[0]
+        if _is_index_of(node, base, labels) and (base is slot.param or base in others):
+            continue
         if not _is_index_of(node, base, labels) or not _slot_rv_ok(model, base, slot.n_slots):
             others = None
             break
-        if base is slot.param or base in others:
-            continue
         children = dependent_terms(model, model.rvs_to_values[base], logps, exclude=(base,))
         allowed = children == [slot.term] or (
             len(children) == 2
