@@ -15,6 +15,8 @@ prior of ``φ``                   likelihood                      role of ``φ[z
 ``Gamma(a, b)``/``Exponential``  ``Poisson(φ[z])``               rate
 ``Beta(α, β)``                   ``Bernoulli(φ[z])``,            probability
                                  ``Binomial(n, φ[z])``
+``Normal``/``MvNormal``,         ``MvNormal(φ[z], Σ)``           mean vector (``Σ`` known)
+shape ``(L, D)``
 ===============================  ==============================  =========================
 
 The likelihood's other parameter (``σ``, ``μ``, ``n``) may be a constant, another variable,
