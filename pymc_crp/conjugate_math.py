@@ -46,6 +46,7 @@ from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights
 
 __all__ = [
     "BETA_BINOMIAL",
+    "DIRICHLET_CATEGORICAL",
     "FAMILY_NAMES",
     "GAMMA_POISSON",
     "MVN_MEAN",
@@ -64,12 +65,14 @@ NORMAL_PREC = 1
 GAMMA_POISSON = 2
 BETA_BINOMIAL = 3
 MVN_MEAN = 4  # multivariate normal mean: see pymc_crp.mvnormal_math
+DIRICHLET_CATEGORICAL = 5  # see pymc_crp.categorical_math
 FAMILY_NAMES = {
     NORMAL_MEAN: "normal mean (normal prior, known variance)",
     NORMAL_PREC: "normal precision (gamma prior, known mean)",
     GAMMA_POISSON: "Poisson rate (gamma prior)",
     BETA_BINOMIAL: "Bernoulli/binomial probability (beta prior)",
     MVN_MEAN: "multivariate normal mean (normal prior, known covariance)",
+    DIRICHLET_CATEGORICAL: "categorical probabilities (Dirichlet prior)",
 }
 _LOG_2PI = math.log(2.0 * math.pi)
 

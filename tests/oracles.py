@@ -271,3 +271,16 @@ def mvnormal_block_log_marginal(y_block, sigma, prior_mean, prior_cov) -> float:
     cov = np.kron(np.eye(n), np.asarray(sigma)) + np.kron(np.ones((n, n)), np.asarray(prior_cov))
     mean = np.tile(np.asarray(prior_mean, dtype=float), n)
     return float(multivariate_normal(mean, cov).logpdf(y.ravel()))
+
+
+def dirichlet_categorical_block_log_marginal(y_block, alpha) -> float:
+    """``p ~ Dirichlet(α)``, ``y_i | p ~ Categorical(p)``:
+    ``Γ(Σα)/Γ(Σα + n) ∏_c Γ(α_c + n_c)/Γ(α_c)`` with ``n_c`` the count of category ``c``."""
+    alpha = [float(a) for a in alpha]
+    counts = [0] * len(alpha)
+    for v in np.asarray(y_block).ravel():
+        counts[int(v)] += 1
+    out = math.lgamma(sum(alpha)) - math.lgamma(sum(alpha) + sum(counts))
+    return out + sum(
+        math.lgamma(a + n) - math.lgamma(a) for a, n in zip(alpha, counts, strict=True)
+    )

@@ -24,6 +24,7 @@ from oracles import (
     cluster_count_probs,
     co_clustering_matrix,
     compound_symmetry_normal_logpdf,
+    dirichlet_categorical_block_log_marginal,
     dirichlet_multinomial_partition_prob,
     eppf,
     exact_partition_posterior,
@@ -582,3 +583,50 @@ def test_mvnormal_slot_posterior_given_labels():
         corr = np.corrcoef(phi[:, slot, 0], phi[:, slot, 1])[0, 1]
         want = cov[0, 1] / math.sqrt(cov[0, 0] * cov[1, 1])
         assert abs(corr - want) < 4.5 * (1 - want**2) / math.sqrt(phi.shape[0]) + 0.01
+
+
+# --------------------------------------------------------------------------------------------
+# Dirichlet--categorical
+# --------------------------------------------------------------------------------------------
+CATEGORIES = np.array([0, 0, 1, 2, 2, 2])
+ALPHA_CAT = np.array([0.5, 1.0, 2.0])
+
+
+def categorical_model(labels=None, n_slots=6):
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=n_slots, n=6, observed=labels)
+        p = pm.Dirichlet("phi", a=ALPHA_CAT, shape=(n_slots, 3))
+        pm.Categorical("y", p=p[z], observed=CATEGORIES)
+    return model
+
+
+def test_dirichlet_categorical_matches_enumeration():
+    from pymc.sampling.mcmc import assign_step_methods
+
+    model = categorical_model()
+    _, assigned = assign_step_methods(model)
+    assert {c.__name__ for c in assigned} == {"ConjugateCRPGibbs"}
+    idata = sample(model, seed=31)
+
+    def summaries(alpha):
+        parts, probs = exact_partition_posterior(
+            6,
+            lambda blocks: eppf([len(b) for b in blocks], 1.0, 0.0),
+            lambda b: dirichlet_categorical_block_log_marginal(CATEGORIES[list(b)], alpha),
+        )
+        return co_clustering_matrix(parts, probs, 6), cluster_count_probs(parts, probs, 6)
+
+    assert discrepancy(idata, *summaries(ALPHA_CAT)) < 1
+    assert discrepancy(idata, *summaries(ALPHA_CAT * 10)) > 1  # a wrong prior is detected
+
+
+def test_dirichlet_slot_posterior_given_labels():
+    labels = np.array([0, 0, 1, 1, 1, 3])  # slot 2 empty: prior
+    idata = sample(categorical_model(labels, n_slots=4), seed=5, draws=3000, tune=10)
+    phi = idata.posterior["phi"].values.reshape(-1, 4, 3)
+    np.testing.assert_allclose(phi.sum(-1), 1.0)
+    for slot in range(4):
+        post = ALPHA_CAT + np.bincount(CATEGORIES[labels == slot], minlength=3)
+        for c in range(3):  # Dirichlet margins are Beta(a_c, sum(a) - a_c)
+            exact = stats.beta(post[c], post.sum() - post[c])
+            assert stats.kstest(phi[:, slot, c], exact.cdf).pvalue > 1e-4, (slot, c)

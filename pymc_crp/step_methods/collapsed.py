@@ -32,7 +32,13 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
+from pymc_crp.categorical_math import (
+    categorical_collapsed_sweep,
+    category_counts,
+    dirichlet_sample_posterior,
+)
 from pymc_crp.conjugate_math import (
+    DIRICHLET_CATEGORICAL,
     MVN_MEAN,
     collapsed_label_sweep,
     sample_posterior,
@@ -265,6 +271,10 @@ class ConjugateCRPGibbs(BlockedStep):
     def _compile_slot(self, model, slot, labels_value, compile_kwargs):
         """Compiled readers for one slot parameter: ``(hyper, y, aux_now, aux_matrix, write)``."""
         y = pt.cast(slot.term, "float64")
+        if slot.family == DIRICHLET_CATEGORICAL:  # (α (L, C), y)
+            graphs = model.replace_rvs_by_values([slot.hyper[0], slot.term])
+            read = compile_point_function(model, graphs, compile_kwargs)
+            return read, None, self._writer(model, slot.param)
         if slot.family == MVN_MEAN:  # (prior mean (L, D), prior cov (L, D, D), y, Σ)
             graphs = model.replace_rvs_by_values([*slot.hyper, y, slot.aux])
             read = compile_point_function(model, graphs, compile_kwargs)
@@ -337,6 +347,8 @@ class ConjugateCRPGibbs(BlockedStep):
             param_a, param_b = (float(v) for v in self._prior_params_fn(point))
             if slot.family == MVN_MEAN:
                 n_full = self._mvn_sweeps(point, labels, counts, param_a, param_b)
+            elif slot.family == DIRICHLET_CATEGORICAL:
+                n_full = self._categorical_sweeps(point, labels, counts, param_a, param_b)
             else:
                 n_full, n_accepted = self._scalar_sweeps(point, labels, counts, param_a, param_b)
             point[self._label_name] = labels
@@ -344,6 +356,11 @@ class ConjugateCRPGibbs(BlockedStep):
         for partner in self._partners:
             self._slice_partner(point, partner, labels, occupied)
         for slot, (read, _, (name, write)) in zip(self._slots, self._fns, strict=True):
+            if slot.family == DIRICHLET_CATEGORICAL:
+                alpha, y = read(point)
+                cats = category_counts(np.asarray(y), labels, self.n_slots, alpha.shape[1])
+                point[name] = write(dirichlet_sample_posterior(alpha, cats, self.rng))
+                continue
             if slot.family == MVN_MEAN:
                 prior_mean, prior_cov, y, cov = read(point)
                 n_j, sums = mvn_slot_sums(y, labels, self.n_slots)
@@ -372,6 +389,22 @@ class ConjugateCRPGibbs(BlockedStep):
             n_full += mvn_collapsed_sweep(
                 y, cov, prior_mean, prior_cov, labels, counts, sums, order, uniforms,
                 self._prior_code, param_a, param_b,
+            )  # fmt: skip
+        return n_full
+
+    def _categorical_sweeps(self, point, labels, counts, param_a, param_b):
+        """Collapsed sweeps for Dirichlet--categorical slots (no split--merge moves)."""
+        alpha, y = self._fns[0][0](point)
+        alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        y = np.ascontiguousarray(y, dtype=np.int64)
+        cats = category_counts(y, labels, self.n_slots, alpha.shape[1])
+        n_full = 0
+        for _ in range(self.sweeps):
+            order = self.rng.permutation(labels.size).astype(np.int64)
+            uniforms = self.rng.random(labels.size)
+            n_full += categorical_collapsed_sweep(
+                y, alpha, labels, counts, cats, order, uniforms, self._prior_code, param_a,
+                param_b,
             )  # fmt: skip
         return n_full
 

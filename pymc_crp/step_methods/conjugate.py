@@ -17,6 +17,7 @@ prior of ``φ``                   likelihood                      role of ``φ[z
                                  ``Binomial(n, φ[z])``
 ``Normal``/``MvNormal``,         ``MvNormal(φ[z], Σ)``           mean vector (``Σ`` known)
 shape ``(L, D)``
+``Dirichlet(α)``, ``(L, C)``     ``Categorical(φ[z])``           category probabilities
 ===============================  ==============================  =========================
 
 The likelihood's other parameter (``σ``, ``μ``, ``n``) may be a constant, another variable,
@@ -40,6 +41,8 @@ from pytensor.tensor.random.basic import (
     BernoulliRV,
     BetaRV,
     BinomialRV,
+    CategoricalRV,
+    DirichletRV,
     ExponentialRV,
     GammaRV,
     MvNormalRV,
@@ -52,6 +55,7 @@ from pytensor.tensor.variable import TensorConstant
 
 from pymc_crp.conjugate_math import (
     BETA_BINOMIAL,
+    DIRICHLET_CATEGORICAL,
     GAMMA_POISSON,
     MVN_MEAN,
     NORMAL_MEAN,
@@ -212,7 +216,7 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
 
 def _detect(model: Model, param) -> ConjugateSlot | None:
     if not _slot_rv_ok(model, param):
-        return _detect_mvnormal(model, param)
+        return _detect_mvnormal(model, param) or _detect_dirichlet(model, param)
     logps = term_logps(model)
     children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
     if len(children) != 1:
@@ -314,6 +318,34 @@ def _detect_mvnormal(model: Model, param) -> ConjugateSlot | None:
         prior_cov = pt.broadcast_to(pt.cast(s, "float64"), (n_slots, dim, dim))
     return ConjugateSlot(
         MVN_MEAN, param, term, labels, n_slots, (prior_mean, prior_cov), pt.cast(cov, "float64")
+    )
+
+
+def _detect_dirichlet(model: Model, param) -> ConjugateSlot | None:
+    """``p ~ Dirichlet(α)`` of shape ``(L, C)`` read as ``Categorical(p[z])``."""
+    if param not in model.free_RVs or not isinstance(getattr(param.owner, "op", None), DirichletRV):
+        return None
+    if param.ndim != 2 or None in param.type.shape:
+        return None
+    n_slots, n_categories = param.type.shape
+    logps = term_logps(model)
+    children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
+    if len(children) != 1 or children[0] not in model.basic_RVs:
+        return None
+    (term,) = children
+    if not isinstance(term.owner.op, CategoricalRV) or term.ndim != 1:
+        return None
+    (probs,) = term.owner.inputs[2:3]
+    uses = slot_index_uses([probs], param, model.basic_RVs)
+    if uses is None or len(uses) != 2 or probs is not uses[1].outputs[0]:
+        return None
+    labels = uses[0]
+    if _n_slots(labels) != n_slots:
+        return None
+    (alpha,) = param.owner.inputs[2:3]
+    alpha = pt.broadcast_to(pt.cast(alpha, "float64"), (n_slots, n_categories))
+    return ConjugateSlot(
+        DIRICHLET_CATEGORICAL, param, term, labels, n_slots, (alpha,), pt.zeros(())
     )
 
 
