@@ -116,21 +116,33 @@ class ConjugateCRPGibbs(BlockedStep):
     Parameters
     ----------
     vars : list, optional
-        Slot parameters, optionally with their label vector. Labels need the parameter that
+        Slot parameters, optionally with their label vector and with other (non-conjugate,
+        continuous) slot parameters of the same likelihood. Labels need the parameter that
         their sweep integrates out in the same step.
+    sweeps : int, default 1
+        Collapsed Gibbs sweeps over the labels per step.
+    split_merge : int, default 20
+        Conjugate split--merge proposals per step (:mod:`pymc_crp.split_merge`; scalar
+        families only), before the sweeps. They move whole groups of observations, which
+        single-site sweeps do one at a time.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
 
     Notes
     -----
-    Stats: ``n_clusters`` (occupied slots after the step) and ``slots_full`` (a new cluster
+    Stats: ``n_clusters`` (occupied slots after the step), ``slots_full`` (a new cluster
     had prior mass while every slot was occupied: the CRP's truncation at ``max_clusters``
-    bites), as for :class:`~pymc_crp.CRPGibbs`. Labels are never renumbered.
+    bites), as for :class:`~pymc_crp.CRPGibbs`, and ``split_merge_accepted``. Labels are
+    never renumbered: a new cluster takes a free slot, a merge empties the second slot.
 
     References
     ----------
     .. [1] Neal, R. M. (2000). Markov chain sampling methods for Dirichlet process mixture
        models. *J. Comput. Graph. Stat.* 9(2), 249–265.
+    .. [2] Jain, S. and Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure
+       for the Dirichlet process mixture model. *J. Comput. Graph. Stat.* 13(1), 158–182.
+    .. [3] Dahl, D. B. (2003). An improved merge-split sampler for conjugate Dirichlet
+       process mixture models. Technical report 1086, University of Wisconsin.
     """
 
     name = "conjugate_crp_gibbs"
