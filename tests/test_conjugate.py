@@ -406,8 +406,13 @@ def test_bad_arguments():
     with model:
         with pytest.raises(ValueError, match="sweeps"):
             ConjugateCRPGibbs([model["z"], model["phi"]], sweeps=0)
-        with pytest.raises(ValueError, match="same step"):
-            ConjugateCRPGibbs([model["z"]])
+        # labels without their conjugate parameter (given to NUTS by step=): CRPGibbs
+        assert isinstance(ConjugateCRPGibbs([model["z"]]), pmc.CRPGibbs)
+        idata = pm.sample(
+            20, tune=20, chains=1, step=[pm.NUTS([model["phi"]])], random_seed=1,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+        assert idata.posterior["z"].shape == (1, 20, 6)
     with pm.Model() as other:
         z = pmc.CRP("z", 1.0, max_clusters=6, n=6)
         mu = pm.Laplace("mu", 0.0, 3.0, shape=6)

@@ -28,7 +28,7 @@ import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.pytensorf import compile as compile_pytensor
 from pymc.stats.convergence import SamplerWarning, WarningType
-from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
@@ -50,6 +50,7 @@ from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.partitions import CRPRV
 from pymc_crp.split_merge import split_merge_moves
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
+from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -154,6 +155,31 @@ class ConjugateCRPGibbs(BlockedStep):
         "split_merge_accepted": (np.int64, []),
         "warning": (SamplerWarning, None),
     }
+
+    def __new__(cls, *args, **kwargs):
+        """Labels given without the parameter that their sweep integrates out (e.g. that
+        parameter was given to NUTS by ``step=``) fall back to :class:`~pymc_crp.CRPGibbs`;
+        the other variables stay with this step."""
+        vars = kwargs.get("vars", args[0] if args else None)
+        if vars is None:
+            return super().__new__(cls, *args, **kwargs)
+        model = modelcontext(kwargs.get("model"))
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        rvs = [model.values_to_rvs[v] for v in value_vars]
+        labels = [rv for rv in rvs if is_partition_rv(rv)]
+        if len(labels) != 1:
+            return super().__new__(cls, *args, **kwargs)
+        target, _ = collapsed_target(model, labels[0])
+        if target is not None and target.param in rvs:
+            return super().__new__(cls, *args, **kwargs)
+        rest = [v for v, rv in zip(value_vars, rvs, strict=True) if rv is not labels[0]]
+        rngs = get_random_generator(kwargs.get("rng")).spawn(2)
+        common = {k: kwargs[k] for k in ("model", "initial_point", "compile_kwargs") if k in kwargs}
+        label_step = CRPGibbs([model.rvs_to_values[labels[0]]], rng=rngs[0], **common)
+        if not rest:
+            return label_step
+        others = {k: v for k, v in kwargs.items() if k not in ("vars", "rng")}
+        return CompoundStep([label_step, cls(rest, *args[1:], rng=rngs[1], **others)])
 
     def __init__(
         self,
