@@ -391,12 +391,17 @@ def test_same_seed_same_draws_and_cores():
     for name in ("z", "phi", "sigma"):
         np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values)
     assert not np.array_equal(a.posterior["phi"].values, c.posterior["phi"].values)
-    with model:
-        par = pm.sample(
-            50, tune=20, chains=2, cores=2, random_seed=3, progressbar=False,
-            compute_convergence_checks=False,
-        )  # fmt: skip
-    assert par.posterior["z"].shape == (2, 50, 6)
+    runs = {}
+    for cores in (1, 2):  # chains in one process (step reused) or in two (pickled copies)
+        with model:
+            runs[cores] = pm.sample(
+                50, tune=20, chains=2, cores=cores, random_seed=3, progressbar=False,
+                compute_convergence_checks=False,
+            )  # fmt: skip
+    for name in ("z", "phi", "sigma"):
+        np.testing.assert_array_equal(
+            runs[1].posterior[name].values, runs[2].posterior[name].values
+        )
 
 
 def test_bad_arguments():

@@ -517,7 +517,11 @@ class ConjugateCRPGibbs(BlockedStep):
         point[partner.name] = x1
 
     def reset_tuning(self):
-        return
+        """Restore the initial slice widths of the partners (called by ``pm.sample`` before
+        each chain, so sequential and parallel chains are the same)."""
+        for partner in self._partners:
+            partner.width = 1.0
+            partner.n_tuned = 0
 
     @staticmethod
     def competence(var, has_grad=None):

@@ -168,7 +168,7 @@ class SlotSliceSampler(BlockedStep):
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
         self.tune = True
-        self.width = float(width)
+        self.width = self._initial_width = float(width)
         self._n_tuned = 0
         self._name = value_var.name
         self.n_slots = _n_slots(labels)
@@ -210,7 +210,9 @@ class SlotSliceSampler(BlockedStep):
         return point, [{"slice_evals": evals}]
 
     def reset_tuning(self):
-        return
+        """Restore the initial slice width (called by ``pm.sample`` before each chain)."""
+        self.width = self._initial_width
+        self._n_tuned = 0
 
     @staticmethod
     def competence(var, has_grad=None):
