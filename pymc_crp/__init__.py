@@ -31,6 +31,7 @@ from pymc_crp.step_methods import (
     NORMAL_MIXTURE_STEPS,
     ConcentrationGibbs,
     ConcentrationMetropolis,
+    ConjugateCRPGibbs,
     CRPGibbs,
     DirichletWeightsGibbs,
     HyperparameterMetropolis,
@@ -39,6 +40,7 @@ from pymc_crp.step_methods import (
     MixtureLabelGibbs,
     NonCentredHyperparameterMetropolis,
     NormalInverseWishartGibbs,
+    SlotSliceSampler,
     UtilityMeanGibbs,
     UtilityMetropolis,
 )
@@ -60,6 +62,13 @@ for _step in (
 # models built by ``models.measurement_error_mixture`` and must win the ties with NUTS and
 # CategoricalGibbsMetropolis (``pm.sample`` keeps the first of equally competent methods).
 for _step in reversed(NORMAL_MIXTURE_STEPS):
+    if _step not in pm.STEP_METHODS:
+        pm.STEP_METHODS.insert(0, _step)
+
+# Exact conjugate slot updates (and collapsed labels) rank before CRPGibbs and NUTS: they are
+# IDEAL only where the graph shows a conjugate pair, and ``pm.sample`` keeps the first of
+# equally competent methods.
+for _step in (SlotSliceSampler, ConjugateCRPGibbs):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.insert(0, _step)
 
@@ -97,6 +106,7 @@ __all__ = [
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
     "PartialOrderLists",
+    "SlotSliceSampler",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
     "datasets",
@@ -104,6 +114,7 @@ __all__ = [
     "sbc",
     "models",
     "CRPGibbs",
+    "ConjugateCRPGibbs",
     "ConcentrationGibbs",
     "ConcentrationMetropolis",
     "DirichletMultinomialPartition",

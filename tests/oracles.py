@@ -284,3 +284,66 @@ def truncated_crp_partition_prob(sizes, theta: float, d: float, n_slots: int) ->
         if len(blocks) <= n_slots
     )
     return eppf(list(sizes), theta, d) / mass
+
+
+# Closed-form marginal likelihoods of one block for the conjugate pairs (tests of the
+# conjugate slot updates). Each integrates the slot parameter out of the block's likelihood.
+# --------------------------------------------------------------------------------------------
+def gamma_poisson_block_log_marginal(y_block, shape: float, rate: float) -> float:
+    """``λ ~ Gamma(a, rate b)``, ``y_i | λ ~ Poisson(λ)``:
+    ``b^a / Γ(a) · Γ(a + S) / (b + n)^(a + S) / ∏ y_i!`` with ``S = Σ y_i``."""
+    y = [int(v) for v in np.asarray(y_block).ravel()]
+    n, s = len(y), sum(y)
+    out = shape * math.log(rate) - math.lgamma(shape) + math.lgamma(shape + s)
+    out -= (shape + s) * math.log(rate + n)
+    return out - sum(math.lgamma(v + 1) for v in y)
+
+
+def beta_binomial_block_log_marginal(y_block, trials, alpha: float, beta: float) -> float:
+    """``p ~ Beta(α, β)``, ``y_i | p ~ Binomial(n_i, p)``:
+    ``∏ C(n_i, y_i) · B(α + S, β + F) / B(α, β)``, ``S = Σ y_i``, ``F = Σ (n_i - y_i)``."""
+    y = [int(v) for v in np.asarray(y_block).ravel()]
+    n = [int(v) for v in np.broadcast_to(np.asarray(trials), (len(y),))]
+    s = sum(y)
+    f = sum(ni - yi for ni, yi in zip(n, y, strict=True))
+
+    def log_beta(a, b):
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+    out = sum(math.log(math.comb(ni, yi)) for ni, yi in zip(n, y, strict=True))
+    return out + log_beta(alpha + s, beta + f) - log_beta(alpha, beta)
+
+
+def normal_precision_block_log_marginal(y_block, mean: float, shape: float, rate: float) -> float:
+    """``τ ~ Gamma(a, rate b)``, ``y_i | τ ~ N(mean, 1/τ)``:
+    ``(2π)^(-n/2) b^a Γ(a + n/2) / (Γ(a) (b + SS/2)^(a + n/2))``, ``SS = Σ (y_i - mean)²``."""
+    y = np.asarray(y_block, dtype=float).ravel()
+    n = y.size
+    ss = float(np.sum((y - mean) ** 2))
+    out = -0.5 * n * math.log(2 * math.pi) + shape * math.log(rate) - math.lgamma(shape)
+    return out + math.lgamma(shape + n / 2) - (shape + n / 2) * math.log(rate + ss / 2)
+
+
+def mvnormal_block_log_marginal(y_block, sigma, prior_mean, prior_cov) -> float:
+    """``μ ~ N(prior_mean, prior_cov)``, rows ``y_i | μ ~ N(μ, sigma)`` (``D``-vectors), ``μ``
+    integrated out: the stacked rows are ``N(1 ⊗ m, I ⊗ sigma + 1 1ᵀ ⊗ prior_cov)``."""
+    from scipy.stats import multivariate_normal
+
+    y = np.asarray(y_block, dtype=float)
+    n = y.shape[0]
+    cov = np.kron(np.eye(n), np.asarray(sigma)) + np.kron(np.ones((n, n)), np.asarray(prior_cov))
+    mean = np.tile(np.asarray(prior_mean, dtype=float), n)
+    return float(multivariate_normal(mean, cov).logpdf(y.ravel()))
+
+
+def dirichlet_categorical_block_log_marginal(y_block, alpha) -> float:
+    """``p ~ Dirichlet(α)``, ``y_i | p ~ Categorical(p)``:
+    ``Γ(Σα)/Γ(Σα + n) ∏_c Γ(α_c + n_c)/Γ(α_c)`` with ``n_c`` the count of category ``c``."""
+    alpha = [float(a) for a in alpha]
+    counts = [0] * len(alpha)
+    for v in np.asarray(y_block).ravel():
+        counts[int(v)] += 1
+    out = math.lgamma(sum(alpha)) - math.lgamma(sum(alpha) + sum(counts))
+    return out + sum(
+        math.lgamma(a + n) - math.lgamma(a) for a, n in zip(alpha, counts, strict=True)
+    )

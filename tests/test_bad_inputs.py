@@ -703,6 +703,8 @@ CASES = [
     ),
     # ---- step methods ---------------------------------------------------------------------
     (step_on, dict(step_cls=pmc.CRPGibbs, var="mu"), TypeError, "CRPGibbs needs a CRP"),
+    (step_on, dict(step_cls=pmc.ConjugateCRPGibbs, var="theta"), ValueError, "conjugate slot"),
+    (step_on, dict(step_cls=pmc.SlotSliceSampler, var="theta"), ValueError, "slot parameter"),
     (step_on, dict(step_cls=pmc.ConcentrationGibbs, var="nrm"), ValueError, "scalar Gamma"),
     (step_on, dict(step_cls=pmc.ConcentrationGibbs, var="b"), ValueError, "scalar Gamma"),
     (

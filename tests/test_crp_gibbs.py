@@ -338,7 +338,8 @@ def test_steps_assigned_automatically():
     with model:
         _, selected = pm.sampling.mcmc.assign_step_methods(model)
     names = {cls.__name__: {v.name for v in vs} for cls, vs in selected.items()}
-    assert names == {"CRPGibbs": {"z"}, "NUTS": {"mu", "theta"}}
+    # mu is a conjugate slot parameter of the latent theta: labels and mu go to ConjugateCRPGibbs
+    assert names == {"ConjugateCRPGibbs": {"z", "mu"}, "NUTS": {"theta"}}
 
 
 def test_wrong_prior_would_fail(fast_runs):

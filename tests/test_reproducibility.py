@@ -149,6 +149,26 @@ def crp_fixed_means():
     return model
 
 
+def crp_cluster_scales():
+    """Conjugate means with per-cluster scales: ConjugateCRPGibbs on (z, mu, sigma)."""
+    with pm.Model() as model:
+        theta = pm.Gamma("theta", 1.0, 1.0)
+        z = pmc.CRP("z", theta, max_clusters=4, n=Y.size)
+        mu = pm.Normal("mu", 0.0, 3.0, shape=4)
+        sigma = pm.HalfNormal("sigma", 1.0, shape=4)
+        pm.Normal("y", mu[z], sigma[z], observed=Y)
+    return model
+
+
+def crp_laplace_means():
+    """Non-conjugate means: CRPGibbs on z, SlotSliceSampler on mu."""
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=4, n=Y.size)
+        mu = pm.Laplace("mu", 0.0, 3.0, shape=4)
+        pm.Normal("y", mu[z], 1.0, observed=Y)
+    return model
+
+
 def with_concentration_metropolis():
     model = crp_fixed_means()
     with model:
@@ -162,6 +182,8 @@ STEP_MODELS = {
     "hpo": lambda: (clustered_lists(), None),
     "mixture-crp": lambda: (mixture_crp(), None),
     "mixture-finite": lambda: (mixture_finite(), None),
+    "crp-conjugate": lambda: (crp_cluster_scales(), None),
+    "crp-slice": lambda: (crp_laplace_means(), None),
 }
 PACKAGE_STEPS = {
     pmc.CRPGibbs,
@@ -175,6 +197,8 @@ PACKAGE_STEPS = {
     pmc.MixtureCRPGibbs,
     pmc.DirichletWeightsGibbs,
     pmc.MixtureLabelGibbs,
+    pmc.ConjugateCRPGibbs,
+    pmc.SlotSliceSampler,
 }
 
 

@@ -159,8 +159,7 @@ def test_default_step_reproduces_pm_sample():
     prebuilt = DefaultStep(model)
     assert prebuilt.assignment == {
         "ConcentrationGibbs": ["alpha_log__"],
-        "CRPGibbs": ["z"],
-        "NUTS": ["mu"],
+        "ConjugateCRPGibbs": ["z", "mu"],  # mu is a conjugate slot parameter
     }
     with model:
         reference = pm.sample(**kwargs)

@@ -1,5 +1,6 @@
 """Step methods that ``pm.sample`` assigns to the variables of this package's models."""
 
+from pymc_crp.step_methods.collapsed import ConjugateCRPGibbs
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
@@ -11,6 +12,7 @@ from pymc_crp.step_methods.normal_gibbs import (
     MixtureLabelGibbs,
     NormalInverseWishartGibbs,
 )
+from pymc_crp.step_methods.slot_slice import SlotSliceSampler
 from pymc_crp.step_methods.utilities import (
     HyperparameterMetropolis,
     UtilityMeanGibbs,
@@ -20,6 +22,7 @@ from pymc_crp.step_methods.utilities import (
 __all__ = [
     "NORMAL_MIXTURE_STEPS",
     "CRPGibbs",
+    "ConjugateCRPGibbs",
     "DirichletWeightsGibbs",
     "LatentNormalGibbs",
     "MixtureCRPGibbs",
@@ -29,6 +32,7 @@ __all__ = [
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "SlotSliceSampler",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]
