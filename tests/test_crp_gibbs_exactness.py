@@ -1,5 +1,9 @@
 """Models where ``CRPGibbs`` once gave silent wrong answers, checked against exact answers.
 
+The label step under test is ``CRPGibbs``, forced with ``step=`` (``pm.sample`` gives models
+with a conjugate pair to ``ConjugateCRPGibbs``, tested in tests/test_conjugate.py); the other
+variables get their default steps.
+
 Each statistical test compares ``pm.sample`` draws with an exact posterior computed in
 tests/oracles.py by enumerating set partitions (or pairs of them) with every continuous
 parameter integrated out in closed form (Gaussian marginals) or by quadrature (Student-t
@@ -149,7 +153,9 @@ def test_two_label_vectors_sharing_a_term_match_exact():
         pm.Normal("y", mu1[z1] + mu2[z2], 0.7, observed=Y4)
     assert slot_param_names(model, "z1") == ["mu1"]  # not mu2: its rows follow z2
     assert slot_param_names(model, "z2") == ["mu2"]
-    idata = sample_model(model, {"draws": 2000, "tune": 500, "chains": 2}, seed=54)
+    with model:
+        steps = [pmc.CRPGibbs([z1]), pmc.CRPGibbs([z2])]
+    idata = sample_model(model, {"draws": 2000, "tune": 500, "chains": 2}, seed=54, step=steps)
     parts = list(set_partitions(N4))
     pairs = [(a, b) for a in parts for b in parts]
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.transforms import _default_transform
 from pymc.model import Model
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
@@ -130,10 +131,13 @@ def slot_index_uses(graphs, base, blockers=()) -> list | None:
 
 
 def _slot_rv_ok(model: Model, rv, n_slots: int | None = None) -> bool:
-    """A free scalar-per-slot random variable (shape ``(L,)`` with ``L`` known)."""
+    """A free scalar-per-slot random variable (shape ``(L,)`` with ``L`` known) with no
+    transform or its distribution's default one (so that its slots are independent draws)."""
     if rv not in model.free_RVs or not isinstance(getattr(rv.owner, "op", None), RandomVariable):
         return False
     if rv.owner.op.ndim_supp != 0 or rv.ndim != 1 or is_partition_rv(rv):
+        return False
+    if not _prior_is_its_family(model, rv):
         return False
     length = rv.type.shape[0]
     if length is None:
@@ -214,6 +218,17 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
     return found
 
 
+def _prior_is_its_family(model: Model, rv) -> bool:
+    """No transform, or the distribution's default one: a user transform such as ``ordered``
+    restricts the prior's support (its rows are no longer independent draws of the family),
+    so the conjugate formulas would not hold."""
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is None:
+        return True
+    default = _default_transform(rv.owner.op, rv)
+    return default is not None and type(transform) is type(default)
+
+
 def _detect(model: Model, param) -> ConjugateSlot | None:
     if not _slot_rv_ok(model, param):
         return _detect_mvnormal(model, param) or _detect_dirichlet(model, param)
@@ -287,6 +302,8 @@ def _detect_mvnormal(model: Model, param) -> ConjugateSlot | None:
         return None
     if param.ndim != 2 or None in param.type.shape:
         return None
+    if not _prior_is_its_family(model, param):
+        return None
     n_slots, dim = param.type.shape
     logps = term_logps(model)
     children = dependent_terms(model, model.rvs_to_values[param], logps, exclude=(param,))
@@ -326,6 +343,8 @@ def _detect_dirichlet(model: Model, param) -> ConjugateSlot | None:
     if param not in model.free_RVs or not isinstance(getattr(param.owner, "op", None), DirichletRV):
         return None
     if param.ndim != 2 or None in param.type.shape:
+        return None
+    if not _prior_is_its_family(model, param):
         return None
     n_slots, n_categories = param.type.shape
     logps = term_logps(model)
