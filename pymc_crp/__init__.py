@@ -38,6 +38,7 @@ from pymc_crp.step_methods import (
     MixtureLabelGibbs,
     NonCentredHyperparameterMetropolis,
     NormalInverseWishartGibbs,
+    PartialOrderLabelGibbs,
     UtilityMeanGibbs,
     UtilityMetropolis,
 )
@@ -59,6 +60,10 @@ for _step in (
 for _step in reversed(NORMAL_MIXTURE_STEPS):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.insert(0, _step)
+# The partial-order label step is IDEAL only for the labels of models built by
+# ``models.clustered_partial_orders``; it must win the tie with CRPGibbs.
+if PartialOrderLabelGibbs not in pm.STEP_METHODS:
+    pm.STEP_METHODS.insert(0, PartialOrderLabelGibbs)
 
 __version__ = "0.1.0"
 
@@ -93,6 +98,7 @@ __all__ = [
     "EquicorrelatedNormal",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "PartialOrderLabelGibbs",
     "PartialOrderLists",
     "UtilityMeanGibbs",
     "UtilityMetropolis",

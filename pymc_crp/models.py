@@ -1,7 +1,8 @@
 r"""Ready-made models: partial orders from ranked lists (single and clustered).
 
 Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
-package's step methods automatically (``CRPGibbs`` for the labels, ``UtilityMetropolis`` for
+package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels, ``CRPGibbs``
+for the others, ``UtilityMetropolis`` for
 the utilities, ``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for
 ``rho`` and ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a
 Gamma concentration).
@@ -249,6 +250,8 @@ def clustered_partial_orders(
                 set_role(model, concentration, "hyperparameter")
         if partition == "crp":
             labels = CRP("cluster", concentration, max_clusters=max_clusters, dims="list")
+            if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
+                set_role(model, labels, "po_labels")
         else:
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"

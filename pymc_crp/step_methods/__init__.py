@@ -11,6 +11,7 @@ from pymc_crp.step_methods.normal_gibbs import (
     MixtureLabelGibbs,
     NormalInverseWishartGibbs,
 )
+from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
 from pymc_crp.step_methods.utilities import (
     HyperparameterMetropolis,
     UtilityMeanGibbs,
@@ -29,6 +30,7 @@ __all__ = [
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "PartialOrderLabelGibbs",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]
