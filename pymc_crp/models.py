@@ -1,11 +1,11 @@
 r"""Ready-made models: partial orders from ranked lists (single and clustered).
 
 Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
-package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels, ``CRPGibbs``
-for the others, ``UtilityMetropolis`` for
-the utilities, ``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for
-``rho`` and ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a
-Gamma concentration).
+package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels without
+covariates, ``CRPGibbs`` for the others, ``UtilityMetropolis`` for the utilities,
+``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for ``rho`` and
+``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a Gamma
+concentration).
 
 The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
 re-exported here (``pmc.models.measurement_error_mixture``).
@@ -154,7 +154,7 @@ def clustered_partial_orders(
     *,
     n_dims: int = 2,
     partition: str = "crp",
-    max_clusters: int = 10,
+    max_clusters: int | None = None,
     concentration=None,
     direction: str = "top-down",
     noise: float | None = None,
@@ -180,14 +180,17 @@ def clustered_partial_orders(
     lists, n_items, n_dims, direction, noise, rho_prior, covariates, item_names
         As in :func:`partial_order`.
     partition : {"crp", "dirichlet-multinomial"}
-    max_clusters : int, default 10
-        Number of slots ``L``.
+    max_clusters : int, optional
+        Number of slots ``L``. Default: for the CRP without covariates, ``min(n_lists, 50)``
+        (the label step scores only the occupied slots and a few auxiliary draws, so unused
+        slots cost next to nothing; a warning and the stat ``slots_full`` say when every slot
+        was taken while a new cluster had prior mass); otherwise 10.
     concentration : float, optional
         Fix ``α`` (CRP) or ``γ`` (DM) instead of giving it a Gamma(1, 1) prior.
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if (
+    if max_clusters is not None and (
         isinstance(max_clusters, bool)
         or not isinstance(max_clusters, int | np.integer)
         or max_clusters < 1
@@ -204,6 +207,9 @@ def clustered_partial_orders(
             raise ValueError(f"concentration must be a positive finite number, got {value!r}")
     padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     n_lists = padded.shape[0]
+    if max_clusters is None:
+        max_clusters = min(n_lists, 50) if partition == "crp" and covariates is None else 10
+    max_clusters = int(max_clusters)
     coords = {
         "item": list(item_names) if item_names is not None else list(range(n_items)),
         "dim": list(range(n_dims)),
@@ -225,7 +231,6 @@ def clustered_partial_orders(
             scale=pt.sqrt(1.0 - tau**2),
             dims=("slot", "item", "dim"),
         )
-        set_role(model, mean_utilities, "utility_mean", slots=utilities, tau=tau, rho=rho)
         # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
         set_role(
             model,
@@ -256,6 +261,16 @@ def clustered_partial_orders(
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"
             )
+        # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
+        set_role(
+            model,
+            mean_utilities,
+            "utility_mean",
+            slots=utilities,
+            tau=tau,
+            rho=rho,
+            labels=labels,
+        )
         eta = _order_utilities(utilities, covariates)
         PartialOrderLists(
             "lists",
