@@ -20,19 +20,21 @@ LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
 N_LISTS, N_ITEMS = len(LISTS), 3
 
 
-def sample_tiny(n_slots, n_aux, discount, theta=1.0, seed=5, draws=3000):
+def sample_tiny(n_slots, n_aux, discount, theta=1.0, seed=5, draws=3000, gibbs=False):
     with pm.Model():
         z = pmc.CRP("z", theta, discount=discount, max_clusters=n_slots, n=N_LISTS)
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, 1)), rho=0.0)
         pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
-        step = pmc.PartialOrderLabelGibbs([z], n_aux=n_aux)
+        steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux)]
+        if gibbs:  # utilities by exact coordinate Gibbs draws only
+            steps.append(pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1))
         idata = pm.sample(
             draws,
             tune=300,
             chains=2,
             cores=1,
             random_seed=seed,
-            step=[step],
+            step=steps,
             progressbar=False,
             compute_convergence_checks=False,
         )
@@ -70,6 +72,13 @@ def test_pitman_yor_one_auxiliary_matches_enumeration():
     """d = 0.3 (weights n_j - d and (θ + dK)/m), m = 1, L = N: every slot may be taken."""
     z = sample_tiny(n_slots=N_LISTS, n_aux=1, discount=0.3, seed=7)
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
+    assert not mismatches(z, co, k_dist)
+
+
+def test_with_coordinate_gibbs_utilities_matches_enumeration():
+    """Slot utilities updated only by the exact coordinate Gibbs draws."""
+    z = sample_tiny(n_slots=10, n_aux=2, discount=0.0, seed=9, draws=2000, gibbs=True)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0)
     assert not mismatches(z, co, k_dist)
 
 

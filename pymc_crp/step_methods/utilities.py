@@ -44,6 +44,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.hpo import EquicorrelatedNormalRV
@@ -56,6 +57,11 @@ from pymc_crp.step_methods.model_graph import (
     get_role,
     prior_draw_function,
     term_logps,
+)
+from pymc_crp.utility_gibbs import (
+    equicorrelated_conditional,
+    interval_points,
+    sample_interval_mixture,
 )
 
 __all__ = ["HyperparameterMetropolis", "UtilityMeanGibbs", "UtilityMetropolis"]
@@ -83,7 +89,15 @@ class _ListTerm:
         utilities, labels, noise = model.replace_rvs_by_values([utilities, labels, noise])
         # The order utilities are often the utility variable itself: read it from the point.
         self.direct = None
-        if utilities is utility_value and utilities.ndim == 3:
+        owner = utilities.owner
+        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
+            owner is not None
+            and isinstance(owner.op, DimShuffle)
+            and owner.inputs[0] is utility_value
+            and utility_value.ndim == 2
+            and tuple(owner.op.new_order) == ("x", 0, 1)
+        )
+        if (utilities is utility_value and utilities.ndim == 3) or expanded:
             self.direct = utility_value.name
         else:
             self.eta_fn = compile_point_function(
@@ -145,6 +159,14 @@ class UtilityMetropolis(BlockedStep):
         Initial random-walk standard deviation ``σ`` of one item's utilities.
     pcn_step : float, default 0.3
         Initial pCN step ``β`` in ``(0, 1]``.
+    coordinate_items : int, default 0
+        Items per occupied slot (chosen at random each step; ``-1``: all) whose ``K``
+        utilities get the exact coordinate Gibbs draw of :mod:`pymc_crp.utility_gibbs`: a
+        mixture of truncated normals over the intervals between the other items' values,
+        weighted by the likelihood of the slot's lists under each interval's order. Needs an
+        :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
+    pcn : bool, default True
+        Make the pCN move of each occupied slot.
     item_sweeps : int, default 1
         Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
     tune : bool, default True
@@ -168,6 +190,8 @@ class UtilityMetropolis(BlockedStep):
         rw_scale: float = 0.5,
         pcn_step: float = 0.3,
         item_sweeps: int = 1,
+        coordinate_items: int = 0,
+        pcn: bool = True,
         tune: bool = True,
         model=None,
         rng=None,
@@ -197,6 +221,12 @@ class UtilityMetropolis(BlockedStep):
         self.rw_scale = float(rw_scale)
         self.pcn_step = float(pcn_step)
         self.item_sweeps = int(item_sweeps)
+        if isinstance(coordinate_items, bool) or not isinstance(coordinate_items, Integral):
+            raise TypeError(f"coordinate_items must be an integer, got {coordinate_items!r}")
+        if coordinate_items < -1:
+            raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
+        self.coordinate_items = int(coordinate_items)
+        self.pcn = bool(pcn)
         self._iteration = 0
         self._name = value_var.name
         self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
@@ -210,6 +240,19 @@ class UtilityMetropolis(BlockedStep):
                 model, model.replace_rvs_by_values([mean])[0], compile_kwargs
             )
             self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+        self._coordinate_fn = None
+        if self.coordinate_items:
+            if not isinstance(rv.owner.op, EquicorrelatedNormalRV) or any(
+                term.direct is None for term in self._terms
+            ):
+                raise ValueError(
+                    "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
+                    f"directly (no covariates); {rv.name} is not"
+                )
+            rho, scale = model.replace_rvs_by_values(rv.owner.inputs[3:5])
+            self._coordinate_fn = compile_point_function(
+                model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+            )
 
     def _prior_draw(self, point):
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
@@ -242,7 +285,7 @@ class UtilityMetropolis(BlockedStep):
                 prior = None
                 continue
             slot_rows = [np.flatnonzero(state[0] == slot) for state in states]
-            if self._gaussian:
+            if self._gaussian and self.pcn:
                 beta = self.pcn_step
                 proposal = utilities[index].copy()
                 utilities[index] = (
@@ -278,6 +321,17 @@ class UtilityMetropolis(BlockedStep):
                         utilities[row] = old_row
                     rw_tries += 1
                     rw_accepts += accepted
+            if self._coordinate_fn is not None:
+                n_pick = n_items if self.coordinate_items < 0 else self.coordinate_items
+                rho, scale = (  # per row: (L, M) or (M,)
+                    np.broadcast_to(v, utilities.shape[:-1]) for v in self._coordinate_fn(point)
+                )
+                for item in self.rng.permutation(n_items)[: min(n_pick, n_items)]:
+                    for k in range(utilities.shape[-1]):
+                        self._coordinate_draw(
+                            utilities, index, item, k, mean, rho, scale, states, slot_rows
+                        )
+                prior = None
         self._iteration += 1
         if self.tune and self.adaptive:
             gain = 1.0 / math.sqrt(self._iteration)
@@ -296,6 +350,53 @@ class UtilityMetropolis(BlockedStep):
             "utility_pcn_step": self.pcn_step,
         }
         return point, [stats]
+
+    def _coordinate_draw(self, utilities, index, item, k, mean, rho, scale, states, slot_rows):
+        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.utility_gibbs`);
+        updates the cached orders and log-likelihoods of the slot's lists."""
+        slot_u = utilities[index]
+        others = np.delete(slot_u[:, k], item)
+        low, high, inside = interval_points(others)
+        candidates = np.repeat(slot_u[None], inside.shape[0], axis=0)
+        candidates[:, item, k] = inside
+        log_lik = np.zeros(inside.shape[0])
+        slot = index[0] if index else 0
+        found = []
+        cache = list_likelihood_cache()
+        for term, state, rows in zip(self._terms, states, slot_rows, strict=True):
+            _, noise, _, _ = state
+            words = order_words(candidates, term.top_down)
+            contains = term.contains[:, item] if item < term.contains.shape[1] else None
+            rows = rows[contains[rows]] if contains is not None else rows[:0]
+            if rows.size:
+                keys = [w.tobytes() for w in words]
+                first = {key: r for r, key in reversed(list(enumerate(keys)))}
+                distinct = np.array(sorted(set(first.values())), dtype=np.int64)
+                lls = cache.log_likelihoods(
+                    term.list_set,
+                    words[distinct],
+                    np.repeat(np.arange(distinct.size), rows.size),
+                    noise,
+                    rows=np.tile(rows, distinct.size),
+                ).reshape(distinct.size, rows.size)
+                where = {int(r): d for d, r in enumerate(distinct)}
+                per_candidate = np.array([where[first[key]] for key in keys])
+                log_lik += lls.sum(axis=1)[per_candidate]
+                found.append((rows, words, lls, per_candidate))
+            else:
+                found.append((rows, words, None, None))
+        rho, scale = float(rho[index][item]), float(scale[index][item])
+        mu, sd = equicorrelated_conditional(slot_u[item], mean[index][item], rho, scale, k)
+        x, r = sample_interval_mixture(
+            log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
+        )
+        slot_u[item, k] = x
+        for (_, _, logliks, words_cached), (rows, words, lls, per_candidate) in zip(
+            states, found, strict=True
+        ):
+            words_cached[slot] = words[r]
+            if lls is not None:
+                logliks[rows] = lls[per_candidate[r]]
 
     def _accept_slot(self, point, states, slot, slot_rows, item, log_ratio) -> bool:
         """Metropolis test for a proposal already written into ``point``; caches on accept.
