@@ -89,6 +89,9 @@ def run(lists, n_items, args, variant, seed):
     if variant == "old":
         with model:
             step = [pmc.CRPGibbs([model["cluster"]])]
+    elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
     with model:
         start = time.perf_counter()
         idata = pm.sample(
@@ -157,6 +160,12 @@ def main():
     parser.add_argument("--timing-iterations", type=int, default=30)
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing table")
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["new"],
+        help="new (the default steps) and/or gibbsN (coordinate Gibbs of N items per slot)",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     lists, truth = simulate(args.lists, rng)
@@ -166,22 +175,11 @@ def main():
         f"load average {os.getloadavg()[0]:.2f}"
     )
     if not args.skip_chains:
-        results = {v: run(lists, 10, args, v, args.seed + 1) for v in ("old", "new")}
-        old, new = results["old"], results["new"]
-        print(f"{'quantity':<16} {'R-hat old':>9} {'new':>6} {'ESS old':>8} {'new':>7} "
-              f"{'ESS/s old':>9} {'new':>7} {'ratio':>6}")  # fmt: skip
-        for name in QUANTITIES:
-            if name not in new["ess"]:
-                continue
-            eps_old = old["ess"].get(name, np.nan) / old["seconds"]
-            eps_new = new["ess"][name] / new["seconds"]
-            print(
-                f"{name:<16} {old['rhat'].get(name, np.nan):>9.3f} {new['rhat'][name]:>6.3f} "
-                f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
-                f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
-            )
-        for key in ("seconds", "ms_iter", "ari_min", "k_mean", "slots_full"):
-            print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
+        results = {v: run(lists, 10, args, v, args.seed + 1) for v in ("old", *args.variants)}
+        old = results["old"]
+        for variant in args.variants:
+            print(f"--- {variant} against old ---")
+            report(old, results[variant])
     print(f"ms per iteration ({args.timing_iterations} iterations after 20 warm-up):")
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3, max_clusters=10)
     old_time = time_iterations(model, args.timing_iterations, old=True)
@@ -193,6 +191,24 @@ def main():
         print(f"  new, max_clusters={n_slots:<4} {1e3 * times[n_slots]:8.1f}")
     print(f"  ratio large/10: {times[args.large_slots] / times[10]:.2f} (target < 1.5)")
     del truth
+
+
+def report(old, new):
+    """R-hat, bulk ESS and ESS per second of both runs, and the new/old ratio of ESS/s."""
+    print(f"{'quantity':<16} {'R-hat old':>9} {'new':>6} {'ESS old':>8} {'new':>7} "
+          f"{'ESS/s old':>9} {'new':>7} {'ratio':>6}")  # fmt: skip
+    for name in QUANTITIES:
+        if name not in new["ess"]:
+            continue
+        eps_old = old["ess"].get(name, np.nan) / old["seconds"]
+        eps_new = new["ess"][name] / new["seconds"]
+        print(
+            f"{name:<16} {old['rhat'].get(name, np.nan):>9.3f} {new['rhat'][name]:>6.3f} "
+            f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
+            f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
+        )
+    for key in ("seconds", "ms_iter", "ari_min", "k_mean", "slots_full"):
+        print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
 
 
 if __name__ == "__main__":

@@ -58,6 +58,37 @@ def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item
     return padded, covariates
 
 
+def _check_discount(discount, partition):
+    """``None`` for a fixed discount in ``[0, 1)``, else the pair ``(a, b)`` of its Beta
+    prior; ``ValueError`` naming ``discount`` otherwise."""
+    if isinstance(discount, tuple | list):
+        try:
+            ab = np.asarray(discount, dtype=float)
+        except (TypeError, ValueError):
+            ab = np.full(0, np.nan)
+        if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+            raise ValueError(
+                f"discount must be a number in [0, 1) or a pair (a, b) of positive Beta "
+                f"parameters, got {discount!r}"
+            )
+        prior = (float(ab[0]), float(ab[1]))
+    else:
+        try:
+            value = float(discount)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"discount must be a number in [0, 1) or a pair (a, b), got {discount!r}"
+            ) from None
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"discount must lie in [0, 1), got {discount!r}")
+        prior = None
+        if value == 0.0:
+            return None
+    if partition != "crp":
+        raise ValueError("discount needs partition='crp' (the Pitman--Yor process)")
+    return prior
+
+
 def _hyperpriors(model, n_dims, noise, rho_prior):
     """``rho`` (for K > 1) and the noise ``p``; both get the hyperparameter step."""
     rho = 0.0
@@ -156,6 +187,7 @@ def clustered_partial_orders(
     partition: str = "crp",
     max_clusters: int | None = None,
     concentration=None,
+    discount: float | tuple[float, float] = 0.0,
     direction: str = "top-down",
     noise: float | None = None,
     rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
@@ -187,6 +219,13 @@ def clustered_partial_orders(
         was taken while a new cluster had prior mass); otherwise 10.
     concentration : float, optional
         Fix ``α`` (CRP) or ``γ`` (DM) instead of giving it a Gamma(1, 1) prior.
+    discount : float or (a, b), default 0
+        Pitman--Yor discount ``d`` of the CRP: a number in ``[0, 1)`` fixes it (0.5 is the
+        hierarchical partial-order model's choice for survey data); a pair gives it the prior
+        ``d ~ Beta(a, b)``. A random ``d`` and, when ``d`` is not 0, a random ``α`` are
+        updated by :class:`~pymc_crp.HyperparameterMetropolis` (random walk on the
+        unconstrained scale; their only child is the label prior). The cluster weights are
+        ``n_j - d`` and ``α + dK`` (section 2 of ``docs/mathematics.md``).
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
@@ -205,6 +244,7 @@ def clustered_partial_orders(
             ) from None
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"concentration must be a positive finite number, got {value!r}")
+    discount_prior = _check_discount(discount, partition)
     padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     n_lists = padded.shape[0]
     if max_clusters is None:
@@ -251,10 +291,20 @@ def clustered_partial_orders(
         if concentration is None:
             name = "alpha" if partition == "crp" else "gamma"
             concentration = pm.Gamma(name, 1.0, 1.0)
-            if partition != "crp":
+            # Escobar--West (ConcentrationGibbs) needs a CRP with d = 0.
+            if partition != "crp" or discount_prior is not None or discount != 0:
                 set_role(model, concentration, "hyperparameter")
+        if discount_prior is not None:
+            discount = pm.Beta("discount", *discount_prior)
+            set_role(model, discount, "hyperparameter")
         if partition == "crp":
-            labels = CRP("cluster", concentration, max_clusters=max_clusters, dims="list")
+            labels = CRP(
+                "cluster",
+                concentration,
+                discount=discount,
+                max_clusters=max_clusters,
+                dims="list",
+            )
             if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
                 set_role(model, labels, "po_labels")
         else:

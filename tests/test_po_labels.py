@@ -133,3 +133,27 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=1.5)
     with pytest.raises(TypeError, match="CRP label vector"):
         pmc.PartialOrderLabelGibbs([model["U0"]], model=model)
+
+
+def test_pitman_yor_discount_in_the_builder():
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
+    fixed = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=0.5)
+    assert float(fixed["cluster"].owner.inputs[3].eval()) == 0.5
+    _, selected = pm.sampling.mcmc.assign_step_methods(fixed)
+    assert [v.name for v in selected[pmc.HyperparameterMetropolis]] == [
+        "p_logodds__",
+        "alpha_log__",
+    ]  # Escobar--West needs d = 0
+    random = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=(1.0, 2.0))
+    assert "discount" in random.named_vars
+    _, selected = pm.sampling.mcmc.assign_step_methods(random)
+    assert "discount_logodds__" in [v.name for v in selected[pmc.HyperparameterMetropolis]]
+    for bad, err in ((1.0, ValueError), (-0.1, ValueError), ((1.0, 0.0), ValueError)):
+        with pytest.raises(err, match="discount"):
+            pmc.models.clustered_partial_orders(lists, 3, discount=bad)
+    with pytest.raises(TypeError, match="discount"):
+        pmc.models.clustered_partial_orders(lists, 3, discount="x")
+    with pytest.raises(ValueError, match="discount"):
+        pmc.models.clustered_partial_orders(
+            lists, 3, discount=0.5, partition="dirichlet-multinomial"
+        )
