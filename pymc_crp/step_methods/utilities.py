@@ -47,7 +47,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
-from pymc_crp.hpo import EquicorrelatedNormalRV
+from pymc_crp.hpo import EquicorrelatedNormalRV, equicorrelated_logpdf
 from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
 from pymc_crp.step_methods.concentration import ConcentrationMetropolis
 from pymc_crp.step_methods.model_graph import (
@@ -240,18 +240,19 @@ class UtilityMetropolis(BlockedStep):
                 model, model.replace_rvs_by_values([mean])[0], compile_kwargs
             )
             self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
-        self._coordinate_fn = None
-        if self.coordinate_items:
-            if not isinstance(rv.owner.op, EquicorrelatedNormalRV) or any(
-                term.direct is None for term in self._terms
-            ):
-                raise ValueError(
-                    "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
-                    f"directly (no covariates); {rv.name} is not"
-                )
+        # Equicorrelated priors: closed-form row densities, and the coordinate Gibbs draws.
+        self._equi_fn = None
+        if isinstance(rv.owner.op, EquicorrelatedNormalRV):
             rho, scale = model.replace_rvs_by_values(rv.owner.inputs[3:5])
-            self._coordinate_fn = compile_point_function(
+            self._equi_fn = compile_point_function(
                 model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+            )
+        if self.coordinate_items and (
+            self._equi_fn is None or any(term.direct is None for term in self._terms)
+        ):
+            raise ValueError(
+                "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
+                f"directly (no covariates); {rv.name} is not"
             )
 
     def _prior_draw(self, point):
@@ -277,6 +278,12 @@ class UtilityMetropolis(BlockedStep):
         mean = self._mean_fn(point) if self._gaussian else None
         draw = self._prior_draw(point) if self._gaussian else None
         prior = None  # elementwise prior log-density at the current utilities, when known
+        rho = scale = absent_draw = None
+        if self._equi_fn is not None:
+            rho, scale = (  # per row: (L, M) or (M,)
+                np.broadcast_to(v, utilities.shape[:-1]) for v in self._equi_fn(point)
+            )
+            absent_draw = self._prior_draw(point)  # independent of the pCN proposals
         rw_tries = rw_accepts = pcn_tries = pcn_accepts = 0
         for slot in range(n_slots):
             index = (slot,) if stacked else ()
@@ -300,18 +307,38 @@ class UtilityMetropolis(BlockedStep):
                     prior = None
                 pcn_tries += 1
                 pcn_accepts += accepted
+            items = np.arange(n_items)
+            if absent_draw is not None:
+                # Items in none of the slot's lists: exact draw from their prior (rows are
+                # independent given the parents), so the moves below follow the lists' items.
+                present = np.zeros(n_items, dtype=bool)
+                for term, rows in zip(self._terms, slot_rows, strict=True):
+                    present[: term.contains.shape[1]] |= term.contains[rows].any(axis=0)
+                if not present.all():
+                    utilities[index][~present] = absent_draw[index][~present]
+                    for term, state in zip(self._terms, states, strict=True):
+                        state[3][slot] = term.words(point, slot)[0]
+                    prior = None
+                    items = np.flatnonzero(present)
             for _ in range(self.item_sweeps):
-                for item in self.rng.permutation(n_items):
+                for item in self.rng.permutation(items):
                     row = (*index, item)
                     old_row = utilities[row].copy()
-                    if prior is None:
-                        prior = self._prior_fn(point)
-                    old_prior = prior[row]
-                    utilities[row] = old_row + self.rw_scale * self.rng.standard_normal(
-                        old_row.shape
-                    )
-                    new_prior = self._prior_fn(point)  # rows are independent given the parents
-                    log_prior_ratio = new_prior[row] - old_prior
+                    new_row = old_row + self.rw_scale * self.rng.standard_normal(old_row.shape)
+                    if rho is not None:  # closed-form density of the row
+                        log_prior_ratio = float(
+                            equicorrelated_logpdf(new_row, mean[row], rho[row], scale[row])
+                            - equicorrelated_logpdf(old_row, mean[row], rho[row], scale[row])
+                        )
+                        utilities[row] = new_row
+                        new_prior = None
+                    else:
+                        if prior is None:
+                            prior = self._prior_fn(point)
+                        old_prior = prior[row]
+                        utilities[row] = new_row
+                        new_prior = self._prior_fn(point)  # rows independent given the parents
+                        log_prior_ratio = new_prior[row] - old_prior
                     accepted = self._accept_slot(
                         point, states, slot, slot_rows, item, log_prior_ratio
                     )
@@ -321,12 +348,9 @@ class UtilityMetropolis(BlockedStep):
                         utilities[row] = old_row
                     rw_tries += 1
                     rw_accepts += accepted
-            if self._coordinate_fn is not None:
-                n_pick = n_items if self.coordinate_items < 0 else self.coordinate_items
-                rho, scale = (  # per row: (L, M) or (M,)
-                    np.broadcast_to(v, utilities.shape[:-1]) for v in self._coordinate_fn(point)
-                )
-                for item in self.rng.permutation(n_items)[: min(n_pick, n_items)]:
+            if self.coordinate_items:
+                n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
+                for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
                     for k in range(utilities.shape[-1]):
                         self._coordinate_draw(
                             utilities, index, item, k, mean, rho, scale, states, slot_rows
