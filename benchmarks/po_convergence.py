@@ -159,7 +159,13 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timing-iterations", type=int, default=30)
     parser.add_argument("--large-slots", type=int, default=100)
-    parser.add_argument("--skip-chains", action="store_true", help="only the timing table")
+    parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
+    parser.add_argument(
+        "--many-items",
+        type=int,
+        default=0,
+        help="also time lists of 10 items, each over its own subset of this many items",
+    )
     parser.add_argument(
         "--variants",
         nargs="+",
@@ -190,7 +196,28 @@ def main():
         times[n_slots] = time_iterations(model, args.timing_iterations)
         print(f"  new, max_clusters={n_slots:<4} {1e3 * times[n_slots]:8.1f}")
     print(f"  ratio large/10: {times[args.large_slots] / times[10]:.2f} (target < 1.5)")
+    if args.many_items:
+        many = simulate_many_items(args.lists, args.many_items, rng)
+        model = pmc.models.clustered_partial_orders(many, args.many_items, n_dims=3)
+        t_many = time_iterations(model, args.timing_iterations)
+        model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
+        t_ten = time_iterations(model, args.timing_iterations)
+        print(
+            f"  {args.lists} lists over {args.many_items} items {1e3 * t_many:8.1f}, over 10 "
+            f"items {1e3 * t_ten:8.1f}: ratio {t_many / t_ten:.2f} (target < 3)"
+        )
     del truth
+
+
+def simulate_many_items(n_lists, n_items, rng, length=10, p=0.1, n_dims=3):
+    """Lists of ``length`` items, each over its own random subset of ``n_items`` items, from 5
+    planted orders."""
+    orders = [partial_order_from_utilities(rng.normal(size=(n_items, n_dims))) for _ in SHARES]
+    truth = rng.choice(len(SHARES), size=n_lists, p=SHARES)
+    return [
+        sample_list(orders[a], rng.choice(n_items, size=length, replace=False), p, rng).tolist()
+        for a in truth
+    ]
 
 
 def report(old, new):

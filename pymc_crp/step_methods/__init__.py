@@ -12,11 +12,8 @@ from pymc_crp.step_methods.normal_gibbs import (
     NormalInverseWishartGibbs,
 )
 from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
-from pymc_crp.step_methods.utilities import (
-    HyperparameterMetropolis,
-    UtilityMeanGibbs,
-    UtilityMetropolis,
-)
+from pymc_crp.step_methods.utilities import HyperparameterMetropolis, UtilityMetropolis
+from pymc_crp.step_methods.utility_mean import UtilityMeanGibbs
 
 __all__ = [
     "NORMAL_MIXTURE_STEPS",

@@ -13,20 +13,8 @@ Metropolis moves that recompute only the lists they touch:
   A proposal that leaves the slot's dominance order unchanged reuses the lists'
   log-likelihoods; other orders go through :func:`~pymc_crp.lists.list_likelihood_cache`
   (orders seen before, e.g. after a rejected move back, cost no counting).
-* :class:`UtilityMeanGibbs` — the exact Gibbs update of ``U0`` in the hierarchical model
-  ``U0_j ~ N(0, Σ_ρ)``, ``U^{(a)}_j ~ N(τ U0_j, (1-τ²) Σ_ρ)``, ``a = 1..L``. When the builder
-  recorded the labels, ``U0`` and the utilities of the empty slots ``E`` (which no list
-  reads) are drawn as one block: ``U0`` given the ``n`` occupied slots ``O`` only, then
-  ``U^{(a)} ~ N(τ U0, (1-τ²) Σ_ρ)`` afresh for ``a ∈ E``. With many empty slots this keeps
-  ``U0`` from being pinned by prior draws that were made from it:
-
-  .. math::
-
-      U0_j \mid U_O, τ, ρ \sim N\Big(c\,\frac{τ}{1-τ^2}\sum_{a \in O} U^{(a)}_j,\;
-      c\,Σ_ρ\Big), \qquad c = \frac{1-τ^2}{1-τ^2+nτ^2}
-
-  (without labels ``O`` is every slot and ``n = L``).
-
+* :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
+  and the hyperparameters of the hierarchy.
 * :class:`HyperparameterMetropolis` — random-walk Metropolis on a scalar hyperparameter
   (``ρ``, ``τ``, ``p``) targeting its prior times its children's densities; assigned
   automatically to the hyperparameters of the models built by :mod:`pymc_crp.models`.
@@ -64,7 +52,7 @@ from pymc_crp.utility_gibbs import (
     sample_interval_mixture,
 )
 
-__all__ = ["HyperparameterMetropolis", "UtilityMeanGibbs", "UtilityMetropolis"]
+__all__ = ["HyperparameterMetropolis", "UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
@@ -469,75 +457,6 @@ class UtilityMetropolis(BlockedStep):
         if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
             return Competence.INCOMPATIBLE
         return Competence.IDEAL
-
-
-class UtilityMeanGibbs(BlockedStep):
-    """Exact Gibbs update of the mean utilities ``U0`` of the hierarchical model.
-
-    Assigned automatically to the ``U0`` of :func:`pymc_crp.models.clustered_partial_orders`
-    (the builder records the structure; see the module docstring for the conditional).
-    """
-
-    name = "utility_mean_gibbs"
-    default_blocked = False
-    _state_class = StepMethodState
-    stats_dtypes_shapes = {}
-
-    def __init__(
-        self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=False
-    ):
-        model = modelcontext(model)
-        (value_var,) = get_value_vars_from_user_vars(vars, model)
-        rv = model.values_to_rvs[value_var]
-        role, info = get_role(rv, model)
-        if role != "utility_mean":
-            raise ValueError(f"{rv.name} was not built as the mean utilities of an HPO model")
-        self.vars = [value_var]
-        self.rng = get_random_generator(rng)
-        self._name = value_var.name
-        # rho is the constant 0.0 when K = 1.
-        parameters = [pt.as_tensor_variable(info[key]) for key in ("slots", "tau", "rho")]
-        graphs = model.replace_rvs_by_values(parameters)
-        self._params_fn = compile_point_function(
-            model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
-        )
-        self._slots_name = self._labels_name = None
-        labels = info.get("labels")
-        slots_value = graphs[0]
-        if labels is not None and slots_value in model.value_vars:
-            self._slots_name = slots_value.name
-            self._labels_name = model.rvs_to_values[labels].name
-
-    def _equicorrelated(self, shape, rho):
-        """Draws of ``N(0, Σ_ρ)`` vectors over the last axis."""
-        eps = self.rng.standard_normal(shape)
-        common = self.rng.standard_normal((*shape[:-1], 1))
-        return math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common
-
-    def step(self, point):
-        point = dict(point)
-        slots, tau, rho = self._params_fn(point)
-        occupied = np.ones(slots.shape[0], dtype=bool)
-        if self._labels_name is not None:
-            occupied[:] = False
-            occupied[np.asarray(point[self._labels_name], dtype=np.int64)] = True
-        s2 = 1.0 - tau**2
-        c = s2 / (s2 + np.count_nonzero(occupied) * tau**2)
-        mean = c * tau / s2 * slots[occupied].sum(axis=0)
-        new = mean + math.sqrt(c) * self._equicorrelated(mean.shape, rho)
-        point[self._name] = new
-        if not occupied.all():  # the empty slots given the new U0: their prior
-            slots = np.array(point[self._slots_name], dtype=np.float64, copy=True)
-            empty = ~occupied
-            shape = (np.count_nonzero(empty), *new.shape)
-            slots[empty] = tau * new + math.sqrt(s2) * self._equicorrelated(shape, rho)
-            point[self._slots_name] = slots
-        return point, [{}]
-
-    @staticmethod
-    def competence(var, has_grad=None):
-        role, _ = get_role(var)
-        return Competence.IDEAL if role == "utility_mean" else Competence.INCOMPATIBLE
 
 
 class HyperparameterMetropolis(ConcentrationMetropolis):
