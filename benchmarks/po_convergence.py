@@ -92,6 +92,9 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
+    elif variant.startswith("aux"):  # new, with another number of auxiliary slots
+        with model:
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
     with model:
         start = time.perf_counter()
         idata = pm.sample(
@@ -131,21 +134,28 @@ def run(lists, n_items, args, variant, seed):
     }
 
 
-def time_iterations(model, n_iter, seed=1, old=False):
+def time_iterations(model, n_iter, labels, seed=1, old=False):
     """Mean seconds per iteration of the compound step ``pm.sample`` would build (with
-    ``CRPGibbs`` on the labels if ``old``)."""
+    ``CRPGibbs`` on the labels if ``old``), from the same state for every ``max_clusters``:
+    the given labels, utilities after 40 warm-up iterations of the other steps."""
     with model:
         extra = [pmc.CRPGibbs([model["cluster"]])] if old else None
         provided, selected = pm.sampling.mcmc.assign_step_methods(model, extra)
-        step = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
-        step = pm.CompoundStep(step) if isinstance(step, list) else step
+        steps = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
+        steps = steps if isinstance(steps, list) else [steps]
+        for i, step in enumerate(steps):
+            step.set_rng(np.random.default_rng(seed + i))
         point = model.initial_point()
-        step.set_rng(np.random.default_rng(seed))
-        for _ in range(20):  # warm-up: compilation, tuning, clusters forming
-            point, _ = step.step(point)
+        point["cluster"] = np.asarray(labels, dtype=np.int64)
+        label_steps = (pmc.CRPGibbs, pmc.PartialOrderLabelGibbs)
+        for _ in range(40):  # warm-up: compilation, tuning, utilities fitted to the clusters
+            for step in steps:
+                if not isinstance(step, label_steps):
+                    point, _ = step.step(point)
         start = time.perf_counter()
         for _ in range(n_iter):
-            point, _ = step.step(point)
+            for step in steps:
+                point, _ = step.step(point)
     return (time.perf_counter() - start) / n_iter
 
 
@@ -170,7 +180,8 @@ def main():
         "--variants",
         nargs="+",
         default=["new"],
-        help="new (the default steps) and/or gibbsN (coordinate Gibbs of N items per slot)",
+        help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
+        "(N auxiliary slots)",
     )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
@@ -186,27 +197,29 @@ def main():
         for variant in args.variants:
             print(f"--- {variant} against old ---")
             report(old, results[variant])
-    print(f"ms per iteration ({args.timing_iterations} iterations after 20 warm-up):")
+    # From the planted partition plus 3 small clusters (8 clusters), for every variant.
+    start = truth.copy()
+    start[:9] = 5 + np.arange(9) % 3
+    print(f"ms per iteration ({args.timing_iterations} iterations from 8 clusters):")
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3, max_clusters=10)
-    old_time = time_iterations(model, args.timing_iterations, old=True)
+    old_time = time_iterations(model, args.timing_iterations, start, old=True)
     print(f"  old, max_clusters=10   {1e3 * old_time:8.1f}")
     times = {}
     for n_slots in (10, args.large_slots):
         model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3, max_clusters=n_slots)
-        times[n_slots] = time_iterations(model, args.timing_iterations)
+        times[n_slots] = time_iterations(model, args.timing_iterations, start)
         print(f"  new, max_clusters={n_slots:<4} {1e3 * times[n_slots]:8.1f}")
     print(f"  ratio large/10: {times[args.large_slots] / times[10]:.2f} (target < 1.5)")
     if args.many_items:
-        many = simulate_many_items(args.lists, args.many_items, rng)
+        many, many_truth = simulate_many_items(args.lists, args.many_items, rng)
         model = pmc.models.clustered_partial_orders(many, args.many_items, n_dims=3)
-        t_many = time_iterations(model, args.timing_iterations)
+        t_many = time_iterations(model, args.timing_iterations, many_truth)
         model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
-        t_ten = time_iterations(model, args.timing_iterations)
+        t_ten = time_iterations(model, args.timing_iterations, truth)
         print(
             f"  {args.lists} lists over {args.many_items} items {1e3 * t_many:8.1f}, over 10 "
             f"items {1e3 * t_ten:8.1f}: ratio {t_many / t_ten:.2f} (target < 3)"
         )
-    del truth
 
 
 def simulate_many_items(n_lists, n_items, rng, length=10, p=0.1, n_dims=3):
@@ -214,10 +227,11 @@ def simulate_many_items(n_lists, n_items, rng, length=10, p=0.1, n_dims=3):
     planted orders."""
     orders = [partial_order_from_utilities(rng.normal(size=(n_items, n_dims))) for _ in SHARES]
     truth = rng.choice(len(SHARES), size=n_lists, p=SHARES)
-    return [
+    lists = [
         sample_list(orders[a], rng.choice(n_items, size=length, replace=False), p, rng).tolist()
         for a in truth
     ]
+    return lists, truth
 
 
 def report(old, new):
