@@ -81,6 +81,8 @@ def total_loglik(model, idata):
 
 def run(lists, n_items, args, variant, seed):
     n_slots = 10 if variant == "old" else None
+    if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
+        n_slots, variant = int(variant[3:]), variant[:3]
     kwargs = {"n_dims": 3}
     if n_slots is not None:
         kwargs["max_clusters"] = n_slots
@@ -181,7 +183,7 @@ def main():
         nargs="+",
         default=["new"],
         help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
-        "(N auxiliary slots)",
+        "(N auxiliary slots), newL / oldL (max_clusters=L)",
     )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
