@@ -40,6 +40,7 @@ from pymc_crp.step_methods import (
     MixtureLabelGibbs,
     NonCentredHyperparameterMetropolis,
     NormalInverseWishartGibbs,
+    PartialOrderLabelGibbs,
     SlotSliceSampler,
     UtilityMeanGibbs,
     UtilityMetropolis,
@@ -64,6 +65,10 @@ for _step in (
 for _step in reversed(NORMAL_MIXTURE_STEPS):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.insert(0, _step)
+# The partial-order label step is IDEAL only for the labels of models built by
+# ``models.clustered_partial_orders``; it must win the tie with CRPGibbs.
+if PartialOrderLabelGibbs not in pm.STEP_METHODS:
+    pm.STEP_METHODS.insert(0, PartialOrderLabelGibbs)
 
 # Exact conjugate slot updates (and collapsed labels) rank before CRPGibbs and NUTS: they are
 # IDEAL only where the graph shows a conjugate pair, and ``pm.sample`` keeps the first of
@@ -105,6 +110,7 @@ __all__ = [
     "EquicorrelatedNormal",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "PartialOrderLabelGibbs",
     "PartialOrderLists",
     "SlotSliceSampler",
     "UtilityMeanGibbs",

@@ -35,7 +35,9 @@ def parse_args(argv=None):
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--cores", type=int, default=1)
     parser.add_argument("--dims", type=int, default=3, help="latent dimensions K")
-    parser.add_argument("--max-clusters", type=int, default=8)
+    parser.add_argument(
+        "--max-clusters", type=int, default=None, help="slots (default: the model's default)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-progressbar", action="store_true")
     return parser.parse_args(argv)
@@ -45,9 +47,8 @@ def main(argv=None) -> az.InferenceData:
     args = parse_args(argv)
     data = pmc.datasets.load_witness_lists()
     print(f"Data: {len(data.lists)} witness lists over {data.n_items} bishops (1135 charters).")
-    model = pmc.models.clustered_partial_orders(
-        data.lists, data.n_items, n_dims=args.dims, max_clusters=args.max_clusters
-    )
+    slots = {} if args.max_clusters is None else {"max_clusters": args.max_clusters}
+    model = pmc.models.clustered_partial_orders(data.lists, data.n_items, n_dims=args.dims, **slots)
     start = time.perf_counter()
     with model:
         idata = pm.sample(

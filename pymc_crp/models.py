@@ -1,10 +1,11 @@
 r"""Ready-made models: partial orders from ranked lists (single and clustered).
 
 Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
-package's step methods automatically (``CRPGibbs`` for the labels, ``UtilityMetropolis`` for
-the utilities, ``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for
-``rho`` and ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a
-Gamma concentration).
+package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels without
+covariates, ``CRPGibbs`` for the others, ``UtilityMetropolis`` for the utilities,
+``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for ``rho`` and
+``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a Gamma
+concentration).
 
 The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
 re-exported here (``pmc.models.measurement_error_mixture``).
@@ -55,6 +56,37 @@ def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item
         if not np.all(np.isfinite(covariates)):
             raise ValueError("covariates must be finite")
     return padded, covariates
+
+
+def _check_discount(discount, partition):
+    """``None`` for a fixed discount in ``[0, 1)``, else the pair ``(a, b)`` of its Beta
+    prior; ``ValueError`` naming ``discount`` otherwise."""
+    if isinstance(discount, tuple | list):
+        try:
+            ab = np.asarray(discount, dtype=float)
+        except (TypeError, ValueError):
+            ab = np.full(0, np.nan)
+        if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+            raise ValueError(
+                f"discount must be a number in [0, 1) or a pair (a, b) of positive Beta "
+                f"parameters, got {discount!r}"
+            )
+        prior = (float(ab[0]), float(ab[1]))
+    else:
+        try:
+            value = float(discount)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"discount must be a number in [0, 1) or a pair (a, b), got {discount!r}"
+            ) from None
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"discount must lie in [0, 1), got {discount!r}")
+        prior = None
+        if value == 0.0:
+            return None
+    if partition != "crp":
+        raise ValueError("discount needs partition='crp' (the Pitman--Yor process)")
+    return prior
 
 
 def _hyperpriors(model, n_dims, noise, rho_prior):
@@ -153,8 +185,9 @@ def clustered_partial_orders(
     *,
     n_dims: int = 2,
     partition: str = "crp",
-    max_clusters: int = 10,
+    max_clusters: int | None = None,
     concentration=None,
+    discount: float | tuple[float, float] = 0.0,
     direction: str = "top-down",
     noise: float | None = None,
     rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
@@ -179,14 +212,24 @@ def clustered_partial_orders(
     lists, n_items, n_dims, direction, noise, rho_prior, covariates, item_names
         As in :func:`partial_order`.
     partition : {"crp", "dirichlet-multinomial"}
-    max_clusters : int, default 10
-        Number of slots ``L``.
+    max_clusters : int, optional
+        Number of slots ``L``. Default: for the CRP without covariates, ``min(n_lists, 50)``
+        (the label step scores only the occupied slots and a few auxiliary draws, so unused
+        slots cost next to nothing; a warning and the stat ``slots_full`` say when every slot
+        was taken while a new cluster had prior mass); otherwise 10.
     concentration : float, optional
         Fix ``α`` (CRP) or ``γ`` (DM) instead of giving it a Gamma(1, 1) prior.
+    discount : float or (a, b), default 0
+        Pitman--Yor discount ``d`` of the CRP: a number in ``[0, 1)`` fixes it (0.5 is the
+        hierarchical partial-order model's choice for survey data); a pair gives it the prior
+        ``d ~ Beta(a, b)``. A random ``d`` and, when ``d`` is not 0, a random ``α`` are
+        updated by :class:`~pymc_crp.HyperparameterMetropolis` (random walk on the
+        unconstrained scale; their only child is the label prior). The cluster weights are
+        ``n_j - d`` and ``α + dK`` (section 2 of ``docs/mathematics.md``).
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if (
+    if max_clusters is not None and (
         isinstance(max_clusters, bool)
         or not isinstance(max_clusters, int | np.integer)
         or max_clusters < 1
@@ -201,8 +244,12 @@ def clustered_partial_orders(
             ) from None
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"concentration must be a positive finite number, got {value!r}")
+    discount_prior = _check_discount(discount, partition)
     padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     n_lists = padded.shape[0]
+    if max_clusters is None:
+        max_clusters = min(n_lists, 50) if partition == "crp" and covariates is None else 10
+    max_clusters = int(max_clusters)
     coords = {
         "item": list(item_names) if item_names is not None else list(range(n_items)),
         "dim": list(range(n_dims)),
@@ -224,7 +271,6 @@ def clustered_partial_orders(
             scale=pt.sqrt(1.0 - tau**2),
             dims=("slot", "item", "dim"),
         )
-        set_role(model, mean_utilities, "utility_mean", slots=utilities, tau=tau, rho=rho)
         # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
         set_role(
             model,
@@ -245,14 +291,36 @@ def clustered_partial_orders(
         if concentration is None:
             name = "alpha" if partition == "crp" else "gamma"
             concentration = pm.Gamma(name, 1.0, 1.0)
-            if partition != "crp":
+            # Escobar--West (ConcentrationGibbs) needs a CRP with d = 0.
+            if partition != "crp" or discount_prior is not None or discount != 0:
                 set_role(model, concentration, "hyperparameter")
+        if discount_prior is not None:
+            discount = pm.Beta("discount", *discount_prior)
+            set_role(model, discount, "hyperparameter")
         if partition == "crp":
-            labels = CRP("cluster", concentration, max_clusters=max_clusters, dims="list")
+            labels = CRP(
+                "cluster",
+                concentration,
+                discount=discount,
+                max_clusters=max_clusters,
+                dims="list",
+            )
+            if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
+                set_role(model, labels, "po_labels")
         else:
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"
             )
+        # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
+        set_role(
+            model,
+            mean_utilities,
+            "utility_mean",
+            slots=utilities,
+            tau=tau,
+            rho=rho,
+            labels=labels,
+        )
         eta = _order_utilities(utilities, covariates)
         PartialOrderLists(
             "lists",

@@ -314,7 +314,8 @@ def plot_partial_order(
     threshold : float, default 0.5
     ax : matplotlib Axes, optional
     show_probabilities : bool, default True
-        Label cover edges with their probabilities (probability input only).
+        Shade each cover edge by its probability, with a colour bar ``P(i ≻ j)``
+        (probability input only; no text is drawn over the edges).
     node_size, node_color, font_size
         Drawing options.
 
@@ -352,21 +353,30 @@ def plot_partial_order(
         graph, pos, ax=ax, node_size=node_size, node_color=node_color, edgecolors="#34495e"
     )
     nx.draw_networkx_labels(graph, pos, labels=dict(enumerate(names)), ax=ax, font_size=font_size)
+    shade = probs is not None and show_probabilities and graph.number_of_edges() > 0
+    edges = list(graph.edges)
+    edge_probs = [float(probs[i, j]) for i, j in edges] if shade else None
+    low = min(threshold, 1.0) if shade else 0.0
     nx.draw_networkx_edges(
         graph,
         pos,
+        edgelist=edges,
         ax=ax,
         arrows=True,
         arrowstyle="-|>",
         arrowsize=12,
         node_size=node_size,
-        edge_color="#34495e",
+        edge_color=edge_probs if shade else "#34495e",
+        edge_cmap=plt.get_cmap("viridis_r") if shade else None,
+        edge_vmin=low,
+        edge_vmax=1.0,
+        width=[1.0 + 2.0 * (q - low) / max(1.0 - low, 1e-9) for q in edge_probs] if shade else 1.0,
     )
-    if probs is not None and show_probabilities and graph.number_of_edges():
-        edge_labels = {(i, j): f"{probs[i, j]:.2f}" for i, j in graph.edges}
-        nx.draw_networkx_edge_labels(
-            graph, pos, edge_labels=edge_labels, ax=ax, font_size=font_size - 1
+    if shade:  # probabilities as colour, so that no text sits over an edge
+        mappable = plt.cm.ScalarMappable(
+            cmap=plt.get_cmap("viridis_r"), norm=plt.Normalize(vmin=low, vmax=1.0)
         )
+        ax.figure.colorbar(mappable, ax=ax, shrink=0.6, label="P(i ≻ j)")
     ax.set_axis_off()
     ax.margins(0.15)
     return ax

@@ -347,3 +347,37 @@ def dirichlet_categorical_block_log_marginal(y_block, alpha) -> float:
     return out + sum(
         math.lgamma(a + n) - math.lgamma(a) for a, n in zip(alpha, counts, strict=True)
     )
+
+
+def total_order_list_lik(perm, y, p: float) -> float:
+    """Top-down queue-jumping likelihood of list ``y`` under the total order ``perm`` (best
+    first): a total order has one linear extension, so each step is ``p/r + (1-p)·1{y_j is
+    the best remaining item of y}`` (``r`` items remaining)."""
+    rank = {item: r for r, item in enumerate(perm)}
+    lik = 1.0
+    for j in range(len(y) - 1):  # the last step has probability 1
+        rest = y[j:]
+        best = min(rest, key=lambda item: rank[item])
+        lik *= p / len(rest) + (1.0 - p) * (y[j] == best)
+    return lik
+
+
+def exact_clustered_total_orders(lists, n_items: int, p: float, theta: float, d: float = 0.0):
+    """Lists clustered by a Pitman--Yor CRP, each cluster a uniformly random total order
+    (``n_dims = 1`` with exchangeable items): co-clustering matrix and ``P(K = k)``
+    (index ``k``) by enumeration of partitions and orders."""
+    n = len(lists)
+    perms = list(itertools.permutations(range(n_items)))
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    co = np.zeros((n, n))
+    k_dist = np.zeros(n + 1)
+    total = 0.0
+    for blocks in set_partitions(n):
+        weight = eppf([len(b) for b in blocks], theta, d)
+        for b in blocks:
+            weight *= float(np.mean(np.prod(lik[b], axis=0)))
+        total += weight
+        k_dist[len(blocks)] += weight
+        for b in blocks:
+            co[np.ix_(b, b)] += weight
+    return co / total, k_dist / total

@@ -777,6 +777,19 @@ CASES = [
     ),
     (
         step_on,
+        dict(step_cls=pmc.PartialOrderLabelGibbs, var="cluster", model_fn=hpo_model, n_aux=0),
+        ValueError,
+        "n_aux",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.PartialOrderLabelGibbs, var="cluster", model_fn=hpo_model, n_aux=1.5),
+        TypeError,
+        "n_aux",
+    ),
+    (step_on, dict(step_cls=pmc.PartialOrderLabelGibbs, var="z"), ValueError, "PartialOrderLists"),
+    (
+        step_on,
         dict(step_cls=pmc.NonCentredHyperparameterMetropolis, var="p", model_fn=hpo_model),
         ValueError,
         "rho or tau of a model built",

@@ -175,19 +175,30 @@ def test_single_order_k2_posterior_over_orders_is_exact():
 def test_utility_mean_gibbs_matches_dense_conditional():
     lists = [[0, 1, 2], [2, 1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
-    step = pmc.UtilityMeanGibbs([model["U0"]], model=model, rng=np.random.default_rng(1))
+    step = pmc.UtilityMeanGibbs(  # the conditional of U0 given tau and rho: no tau/rho moves
+        [model["U0"]], model=model, rng=np.random.default_rng(1), collapsed_moves=0
+    )
     rng = np.random.default_rng(2)
     point = model.initial_point()
     tau, rho = 0.6, 0.3
     point["tau_interval__"] = np.log(tau / (1 - tau))
     point["rho_logodds__"] = np.log(rho / (1 - rho))
     point["U"] = rng.normal(size=(4, 3, 2))
+    point["cluster"] = np.array([2, 0])  # slots 0 and 2 occupied: U0 given those two only
     sigma = (1 - rho) * np.eye(2) + rho
-    precision = np.linalg.inv(sigma) * (1 + 4 * tau**2 / (1 - tau**2))
+    precision = np.linalg.inv(sigma) * (1 + 2 * tau**2 / (1 - tau**2))
     cov = np.linalg.inv(precision)
-    draws = np.array([step.step(point)[0]["U0"] for _ in range(20_000)])
+    steps = [step.step(point)[0] for _ in range(20_000)]
+    draws = np.array([s["U0"] for s in steps])
+    for s in steps[:3]:  # occupied slots kept, empty ones redrawn
+        np.testing.assert_array_equal(s["U"][[0, 2]], point["U"][[0, 2]])
+        assert not np.any(s["U"][[1, 3]] == point["U"][[1, 3]])
+    # The empty slots follow N(tau U0, (1 - tau^2) Sigma) given the new U0.
+    resid = np.array([(s["U"][[1, 3]] - tau * s["U0"]) for s in steps]).reshape(-1, 2)
+    assert np.allclose(np.cov(resid.T), (1 - tau**2) * sigma, atol=0.03)
     for j in range(3):
-        mean = cov @ (np.linalg.inv(sigma) @ point["U"][:, j].sum(axis=0)) * tau / (1 - tau**2)
+        occupied = point["U"][[0, 2], j].sum(axis=0)
+        mean = cov @ (np.linalg.inv(sigma) @ occupied) * tau / (1 - tau**2)
         se = np.sqrt(np.diag(cov) / len(draws))
         assert np.all(np.abs(draws[:, j].mean(axis=0) - mean) < 4.5 * se)
         emp_cov = np.cov(draws[:, j].T)

@@ -12,12 +12,10 @@ from pymc_crp.step_methods.normal_gibbs import (
     MixtureLabelGibbs,
     NormalInverseWishartGibbs,
 )
+from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
 from pymc_crp.step_methods.slot_slice import SlotSliceSampler
-from pymc_crp.step_methods.utilities import (
-    HyperparameterMetropolis,
-    UtilityMeanGibbs,
-    UtilityMetropolis,
-)
+from pymc_crp.step_methods.utilities import HyperparameterMetropolis, UtilityMetropolis
+from pymc_crp.step_methods.utility_mean import UtilityMeanGibbs
 
 __all__ = [
     "NORMAL_MIXTURE_STEPS",
@@ -33,6 +31,7 @@ __all__ = [
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
     "SlotSliceSampler",
+    "PartialOrderLabelGibbs",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]

@@ -13,14 +13,8 @@ Metropolis moves that recompute only the lists they touch:
   A proposal that leaves the slot's dominance order unchanged reuses the lists'
   log-likelihoods; other orders go through :func:`~pymc_crp.lists.list_likelihood_cache`
   (orders seen before, e.g. after a rejected move back, cost no counting).
-* :class:`UtilityMeanGibbs` — the exact Gibbs update of ``U0`` in the hierarchical model
-  ``U0_j ~ N(0, Σ_ρ)``, ``U^{(a)}_j ~ N(τ U0_j, (1-τ²) Σ_ρ)``, ``a = 1..L``:
-
-  .. math::
-
-      U0_j \mid U, τ, ρ \sim N\Big(c\,\frac{τ}{1-τ^2}\sum_a U^{(a)}_j,\; c\,Σ_ρ\Big),
-      \qquad c = \frac{1-τ^2}{1-τ^2+Lτ^2}.
-
+* :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
+  and the hyperparameters of the hierarchy.
 * :class:`HyperparameterMetropolis` — random-walk Metropolis on a scalar hyperparameter
   (``ρ``, ``τ``, ``p``) targeting its prior times its children's densities; assigned
   automatically to the hyperparameters of the models built by :mod:`pymc_crp.models`.
@@ -38,9 +32,10 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
-from pymc_crp.hpo import EquicorrelatedNormalRV
+from pymc_crp.hpo import EquicorrelatedNormalRV, equicorrelated_logpdf
 from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
 from pymc_crp.step_methods.concentration import ConcentrationMetropolis
 from pymc_crp.step_methods.model_graph import (
@@ -51,8 +46,13 @@ from pymc_crp.step_methods.model_graph import (
     prior_draw_function,
     term_logps,
 )
+from pymc_crp.utility_gibbs import (
+    equicorrelated_conditional,
+    interval_points,
+    sample_interval_mixture,
+)
 
-__all__ = ["HyperparameterMetropolis", "UtilityMeanGibbs", "UtilityMetropolis"]
+__all__ = ["HyperparameterMetropolis", "UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
@@ -77,7 +77,15 @@ class _ListTerm:
         utilities, labels, noise = model.replace_rvs_by_values([utilities, labels, noise])
         # The order utilities are often the utility variable itself: read it from the point.
         self.direct = None
-        if utilities is utility_value and utilities.ndim == 3:
+        owner = utilities.owner
+        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
+            owner is not None
+            and isinstance(owner.op, DimShuffle)
+            and owner.inputs[0] is utility_value
+            and utility_value.ndim == 2
+            and tuple(owner.op.new_order) == ("x", 0, 1)
+        )
+        if (utilities is utility_value and utilities.ndim == 3) or expanded:
             self.direct = utility_value.name
         else:
             self.eta_fn = compile_point_function(
@@ -139,6 +147,14 @@ class UtilityMetropolis(BlockedStep):
         Initial random-walk standard deviation ``σ`` of one item's utilities.
     pcn_step : float, default 0.3
         Initial pCN step ``β`` in ``(0, 1]``.
+    coordinate_items : int, default 0
+        Items per occupied slot (chosen at random each step; ``-1``: all) whose ``K``
+        utilities get the exact coordinate Gibbs draw of :mod:`pymc_crp.utility_gibbs`: a
+        mixture of truncated normals over the intervals between the other items' values,
+        weighted by the likelihood of the slot's lists under each interval's order. Needs an
+        :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
+    pcn : bool, default True
+        Make the pCN move of each occupied slot.
     item_sweeps : int, default 1
         Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
     tune : bool, default True
@@ -162,6 +178,8 @@ class UtilityMetropolis(BlockedStep):
         rw_scale: float = 0.5,
         pcn_step: float = 0.3,
         item_sweeps: int = 1,
+        coordinate_items: int = 0,
+        pcn: bool = True,
         tune: bool = True,
         model=None,
         rng=None,
@@ -191,6 +209,12 @@ class UtilityMetropolis(BlockedStep):
         self.rw_scale = float(rw_scale)
         self.pcn_step = float(pcn_step)
         self.item_sweeps = int(item_sweeps)
+        if isinstance(coordinate_items, bool) or not isinstance(coordinate_items, Integral):
+            raise TypeError(f"coordinate_items must be an integer, got {coordinate_items!r}")
+        if coordinate_items < -1:
+            raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
+        self.coordinate_items = int(coordinate_items)
+        self.pcn = bool(pcn)
         self._iteration = 0
         self._name = value_var.name
         self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
@@ -204,6 +228,20 @@ class UtilityMetropolis(BlockedStep):
                 model, model.replace_rvs_by_values([mean])[0], compile_kwargs
             )
             self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+        # Equicorrelated priors: closed-form row densities, and the coordinate Gibbs draws.
+        self._equi_fn = None
+        if isinstance(rv.owner.op, EquicorrelatedNormalRV):
+            rho, scale = model.replace_rvs_by_values(rv.owner.inputs[3:5])
+            self._equi_fn = compile_point_function(
+                model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+            )
+        if self.coordinate_items and (
+            self._equi_fn is None or any(term.direct is None for term in self._terms)
+        ):
+            raise ValueError(
+                "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
+                f"directly (no covariates); {rv.name} is not"
+            )
 
     def _prior_draw(self, point):
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
@@ -228,6 +266,12 @@ class UtilityMetropolis(BlockedStep):
         mean = self._mean_fn(point) if self._gaussian else None
         draw = self._prior_draw(point) if self._gaussian else None
         prior = None  # elementwise prior log-density at the current utilities, when known
+        rho = scale = absent_draw = None
+        if self._equi_fn is not None:
+            rho, scale = (  # per row: (L, M) or (M,)
+                np.broadcast_to(v, utilities.shape[:-1]) for v in self._equi_fn(point)
+            )
+            absent_draw = self._prior_draw(point)  # independent of the pCN proposals
         rw_tries = rw_accepts = pcn_tries = pcn_accepts = 0
         for slot in range(n_slots):
             index = (slot,) if stacked else ()
@@ -236,7 +280,7 @@ class UtilityMetropolis(BlockedStep):
                 prior = None
                 continue
             slot_rows = [np.flatnonzero(state[0] == slot) for state in states]
-            if self._gaussian:
+            if self._gaussian and self.pcn:
                 beta = self.pcn_step
                 proposal = utilities[index].copy()
                 utilities[index] = (
@@ -251,18 +295,38 @@ class UtilityMetropolis(BlockedStep):
                     prior = None
                 pcn_tries += 1
                 pcn_accepts += accepted
+            items = np.arange(n_items)
+            if absent_draw is not None:
+                # Items in none of the slot's lists: exact draw from their prior (rows are
+                # independent given the parents), so the moves below follow the lists' items.
+                present = np.zeros(n_items, dtype=bool)
+                for term, rows in zip(self._terms, slot_rows, strict=True):
+                    present[: term.contains.shape[1]] |= term.contains[rows].any(axis=0)
+                if not present.all():
+                    utilities[index][~present] = absent_draw[index][~present]
+                    for term, state in zip(self._terms, states, strict=True):
+                        state[3][slot] = term.words(point, slot)[0]
+                    prior = None
+                    items = np.flatnonzero(present)
             for _ in range(self.item_sweeps):
-                for item in self.rng.permutation(n_items):
+                for item in self.rng.permutation(items):
                     row = (*index, item)
                     old_row = utilities[row].copy()
-                    if prior is None:
-                        prior = self._prior_fn(point)
-                    old_prior = prior[row]
-                    utilities[row] = old_row + self.rw_scale * self.rng.standard_normal(
-                        old_row.shape
-                    )
-                    new_prior = self._prior_fn(point)  # rows are independent given the parents
-                    log_prior_ratio = new_prior[row] - old_prior
+                    new_row = old_row + self.rw_scale * self.rng.standard_normal(old_row.shape)
+                    if rho is not None:  # closed-form density of the row
+                        log_prior_ratio = float(
+                            equicorrelated_logpdf(new_row, mean[row], rho[row], scale[row])
+                            - equicorrelated_logpdf(old_row, mean[row], rho[row], scale[row])
+                        )
+                        utilities[row] = new_row
+                        new_prior = None
+                    else:
+                        if prior is None:
+                            prior = self._prior_fn(point)
+                        old_prior = prior[row]
+                        utilities[row] = new_row
+                        new_prior = self._prior_fn(point)  # rows independent given the parents
+                        log_prior_ratio = new_prior[row] - old_prior
                     accepted = self._accept_slot(
                         point, states, slot, slot_rows, item, log_prior_ratio
                     )
@@ -272,6 +336,14 @@ class UtilityMetropolis(BlockedStep):
                         utilities[row] = old_row
                     rw_tries += 1
                     rw_accepts += accepted
+            if self.coordinate_items:
+                n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
+                for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
+                    for k in range(utilities.shape[-1]):
+                        self._coordinate_draw(
+                            utilities, index, item, k, mean, rho, scale, states, slot_rows
+                        )
+                prior = None
         self._iteration += 1
         if self.tune and self.adaptive:
             gain = 1.0 / math.sqrt(self._iteration)
@@ -290,6 +362,53 @@ class UtilityMetropolis(BlockedStep):
             "utility_pcn_step": self.pcn_step,
         }
         return point, [stats]
+
+    def _coordinate_draw(self, utilities, index, item, k, mean, rho, scale, states, slot_rows):
+        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.utility_gibbs`);
+        updates the cached orders and log-likelihoods of the slot's lists."""
+        slot_u = utilities[index]
+        others = np.delete(slot_u[:, k], item)
+        low, high, inside = interval_points(others)
+        candidates = np.repeat(slot_u[None], inside.shape[0], axis=0)
+        candidates[:, item, k] = inside
+        log_lik = np.zeros(inside.shape[0])
+        slot = index[0] if index else 0
+        found = []
+        cache = list_likelihood_cache()
+        for term, state, rows in zip(self._terms, states, slot_rows, strict=True):
+            _, noise, _, _ = state
+            words = order_words(candidates, term.top_down)
+            contains = term.contains[:, item] if item < term.contains.shape[1] else None
+            rows = rows[contains[rows]] if contains is not None else rows[:0]
+            if rows.size:
+                keys = [w.tobytes() for w in words]
+                first = {key: r for r, key in reversed(list(enumerate(keys)))}
+                distinct = np.array(sorted(set(first.values())), dtype=np.int64)
+                lls = cache.log_likelihoods(
+                    term.list_set,
+                    words[distinct],
+                    np.repeat(np.arange(distinct.size), rows.size),
+                    noise,
+                    rows=np.tile(rows, distinct.size),
+                ).reshape(distinct.size, rows.size)
+                where = {int(r): d for d, r in enumerate(distinct)}
+                per_candidate = np.array([where[first[key]] for key in keys])
+                log_lik += lls.sum(axis=1)[per_candidate]
+                found.append((rows, words, lls, per_candidate))
+            else:
+                found.append((rows, words, None, None))
+        rho, scale = float(rho[index][item]), float(scale[index][item])
+        mu, sd = equicorrelated_conditional(slot_u[item], mean[index][item], rho, scale, k)
+        x, r = sample_interval_mixture(
+            log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
+        )
+        slot_u[item, k] = x
+        for (_, _, logliks, words_cached), (rows, words, lls, per_candidate) in zip(
+            states, found, strict=True
+        ):
+            words_cached[slot] = words[r]
+            if lls is not None:
+                logliks[rows] = lls[per_candidate[r]]
 
     def _accept_slot(self, point, states, slot, slot_rows, item, log_ratio) -> bool:
         """Metropolis test for a proposal already written into ``point``; caches on accept.
@@ -338,57 +457,6 @@ class UtilityMetropolis(BlockedStep):
         if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
             return Competence.INCOMPATIBLE
         return Competence.IDEAL
-
-
-class UtilityMeanGibbs(BlockedStep):
-    """Exact Gibbs update of the mean utilities ``U0`` of the hierarchical model.
-
-    Assigned automatically to the ``U0`` of :func:`pymc_crp.models.clustered_partial_orders`
-    (the builder records the structure; see the module docstring for the conditional).
-    """
-
-    name = "utility_mean_gibbs"
-    default_blocked = False
-    _state_class = StepMethodState
-    stats_dtypes_shapes = {}
-
-    def __init__(
-        self, vars, *, model=None, rng=None, initial_point=None, compile_kwargs=None, blocked=False
-    ):
-        model = modelcontext(model)
-        (value_var,) = get_value_vars_from_user_vars(vars, model)
-        rv = model.values_to_rvs[value_var]
-        role, info = get_role(rv, model)
-        if role != "utility_mean":
-            raise ValueError(f"{rv.name} was not built as the mean utilities of an HPO model")
-        self.vars = [value_var]
-        self.rng = get_random_generator(rng)
-        self._name = value_var.name
-        # rho is the constant 0.0 when K = 1.
-        parameters = [pt.as_tensor_variable(info[key]) for key in ("slots", "tau", "rho")]
-        graphs = model.replace_rvs_by_values(parameters)
-        self._params_fn = compile_point_function(
-            model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
-        )
-
-    def step(self, point):
-        point = dict(point)
-        slots, tau, rho = self._params_fn(point)
-        n_slots, _, n_dims = slots.shape
-        s2 = 1.0 - tau**2
-        c = s2 / (s2 + n_slots * tau**2)
-        mean = c * tau / s2 * slots.sum(axis=0)
-        eps = self.rng.standard_normal(mean.shape)
-        common = self.rng.standard_normal((*mean.shape[:-1], 1))
-        noise = math.sqrt(c) * (math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common)
-        point[self._name] = mean + noise
-        del n_dims
-        return point, [{}]
-
-    @staticmethod
-    def competence(var, has_grad=None):
-        role, _ = get_role(var)
-        return Competence.IDEAL if role == "utility_mean" else Competence.INCOMPATIBLE
 
 
 class HyperparameterMetropolis(ConcentrationMetropolis):

@@ -1,0 +1,258 @@
+"""Convergence of the clustered partial-order sampler: the current default against the old one.
+
+Data shaped like the held-out preference data of issue 15: full rankings of 10 items from 5
+planted partial orders (3 latent dimensions; ``U0 ~ N(0, I)``, planted ``U^(a) ~ N(0.5 U0,
+0.75 I)``, cluster shares 0.35/0.25/0.2/0.12/0.08) with queue-jumping noise ``p = 0.1``.
+Both samplers run on the same lists with ``pm.sample`` defaults apart from the settings below
+(steps assigned automatically):
+
+- ``old``: ``CRPGibbs`` on the labels with ``max_clusters=10`` (scores every slot, refreshes
+  every empty slot; the package's behaviour before this benchmark);
+- ``new``: the package's default for ``clustered_partial_orders`` (``max_clusters`` at its
+  default).
+
+Printed per variant: for each label-invariant quantity (number of clusters, largest cluster,
+partition entropy, total log-likelihood of the lists, ``p``, ``tau``, ``rho``, ``alpha``) the
+rank-normalised R-hat, bulk ESS and bulk ESS per second of sampling; the new/old ratio of ESS
+per second; ms per iteration; the agreement (ARI) of the chains' point-estimate partitions.
+A second table times one iteration of the new step set at ``max_clusters`` 10 and large.
+
+    python benchmarks/po_convergence.py                  # short: 300 lists, 4 x (300 + 300)
+    python benchmarks/po_convergence.py --lists 1000 --tune 1000 --draws 1000 --cores 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import arviz as az  # noqa: E402
+import numpy as np  # noqa: E402
+import pymc as pm  # noqa: E402
+
+import pymc_crp as pmc  # noqa: E402
+from pymc_crp.lists import list_likelihood_cache, order_words  # noqa: E402
+from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
+
+SHARES = (0.35, 0.25, 0.2, 0.12, 0.08)
+QUANTITIES = (
+    "n_clusters",
+    "largest_cluster",
+    "entropy",
+    "loglik",
+    "p",
+    "tau",
+    "rho",
+    "alpha",
+)
+
+
+def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5):
+    """Full rankings from 5 planted partial orders; returns ``(lists, planted labels)``."""
+    u0 = rng.normal(size=(n_items, n_dims))
+    orders = [
+        partial_order_from_utilities(tau * u0 + np.sqrt(1 - tau**2) * rng.normal(size=u0.shape))
+        for _ in SHARES
+    ]
+    truth = rng.choice(len(SHARES), size=n_lists, p=SHARES)
+    items = np.arange(n_items)
+    lists = [sample_list(orders[a], items, p, rng).tolist() for a in truth]
+    return lists, truth
+
+
+def total_loglik(model, idata):
+    """Per-draw total log-likelihood of the lists ``(chain, draw)``."""
+    lists = np.asarray(model.rvs_to_values[model["lists"]].data)
+    cache = list_likelihood_cache()
+    list_set = cache.list_set(lists, True)
+    post = idata.posterior
+    u, z, p = post["U"].values, post["cluster"].values, post["p"].values
+    out = np.empty(z.shape[:2])
+    for c, d in itertools.product(range(z.shape[0]), range(z.shape[1])):
+        words = order_words(u[c, d], True)
+        out[c, d] = cache.log_likelihoods(list_set, words, z[c, d], float(p[c, d])).sum()
+    return out
+
+
+def run(lists, n_items, args, variant, seed):
+    n_slots = 10 if variant == "old" else None
+    if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
+        n_slots, variant = int(variant[3:]), variant[:3]
+    kwargs = {"n_dims": 3}
+    if n_slots is not None:
+        kwargs["max_clusters"] = n_slots
+    model = pmc.models.clustered_partial_orders(lists, n_items, **kwargs)
+    step = None
+    if variant == "old":
+        with model:
+            step = [pmc.CRPGibbs([model["cluster"]])]
+    elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
+    elif variant.startswith("aux"):  # new, with another number of auxiliary slots
+        with model:
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
+    with model:
+        start = time.perf_counter()
+        idata = pm.sample(
+            args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=args.cores,
+            random_seed=seed,
+            step=step,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        wall = time.perf_counter() - start
+    sampling = float(idata.posterior.attrs.get("sampling_time", wall))
+    pmc.partition_stats(idata, "cluster")
+    post = idata.posterior
+    for key in ("n_clusters", "largest_cluster", "entropy"):
+        post[key] = post[f"cluster_{key}"]
+    post["loglik"] = (("chain", "draw"), total_loglik(model, idata))
+    names = [q for q in QUANTITIES if q in post]
+    rhat = az.rhat(post[names])
+    ess = az.ess(post[names], method="bulk")
+    n_iter = args.chains * (args.tune + args.draws)
+    z = post["cluster"].values
+    estimates = [pmc.point_estimate_partition(z[c], n_runs=4) for c in range(z.shape[0])]
+    aris = [pmc.adjusted_rand_index(a, b) for a, b in itertools.combinations(estimates, 2)]
+    return {
+        "rhat": {n: float(rhat[n]) for n in names},
+        "ess": {n: float(ess[n]) for n in names},
+        "seconds": sampling,
+        "ms_iter": 1e3 * sampling * min(args.cores, args.chains) / n_iter,
+        "ari_min": float(min(aris)) if aris else float("nan"),
+        "k_mean": float(post["n_clusters"].mean()),
+        "slots_full": float(np.mean(idata.sample_stats["slots_full"].values))
+        if "slots_full" in idata.sample_stats
+        else float("nan"),
+    }
+
+
+def time_iterations(model, n_iter, labels, seed=1, old=False):
+    """Mean seconds per iteration of the compound step ``pm.sample`` would build (with
+    ``CRPGibbs`` on the labels if ``old``), from the same state for every ``max_clusters``:
+    the given labels, utilities after 40 warm-up iterations of the other steps."""
+    with model:
+        extra = [pmc.CRPGibbs([model["cluster"]])] if old else None
+        provided, selected = pm.sampling.mcmc.assign_step_methods(model, extra)
+        steps = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
+        steps = steps if isinstance(steps, list) else [steps]
+        for i, step in enumerate(steps):
+            step.set_rng(np.random.default_rng(seed + i))
+        point = model.initial_point()
+        point["cluster"] = np.asarray(labels, dtype=np.int64)
+        label_steps = (pmc.CRPGibbs, pmc.PartialOrderLabelGibbs)
+        for _ in range(40):  # warm-up: compilation, tuning, utilities fitted to the clusters
+            for step in steps:
+                if not isinstance(step, label_steps):
+                    point, _ = step.step(point)
+        start = time.perf_counter()
+        for _ in range(n_iter):
+            for step in steps:
+                point, _ = step.step(point)
+    return (time.perf_counter() - start) / n_iter
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--lists", type=int, default=300)
+    parser.add_argument("--tune", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=300)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--cores", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timing-iterations", type=int, default=30)
+    parser.add_argument("--large-slots", type=int, default=100)
+    parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
+    parser.add_argument(
+        "--many-items",
+        type=int,
+        default=0,
+        help="also time lists of 10 items, each over its own subset of this many items",
+    )
+    parser.add_argument(
+        "--variants",
+        nargs="+",
+        default=["new"],
+        help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
+        "(N auxiliary slots), newL / oldL (max_clusters=L)",
+    )
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    lists, truth = simulate(args.lists, rng)
+    print(
+        f"{args.lists} full rankings of 10 items, 5 planted orders (3 dims), p = 0.1; "
+        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), cores={args.cores}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    if not args.skip_chains:
+        results = {v: run(lists, 10, args, v, args.seed + 1) for v in ("old", *args.variants)}
+        old = results["old"]
+        for variant in args.variants:
+            print(f"--- {variant} against old ---")
+            report(old, results[variant])
+    # From the planted partition plus 3 small clusters (8 clusters), for every variant.
+    start = truth.copy()
+    start[:9] = 5 + np.arange(9) % 3
+    print(f"ms per iteration ({args.timing_iterations} iterations from 8 clusters):")
+    model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3, max_clusters=10)
+    old_time = time_iterations(model, args.timing_iterations, start, old=True)
+    print(f"  old, max_clusters=10   {1e3 * old_time:8.1f}")
+    times = {}
+    for n_slots in (10, args.large_slots):
+        model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3, max_clusters=n_slots)
+        times[n_slots] = time_iterations(model, args.timing_iterations, start)
+        print(f"  new, max_clusters={n_slots:<4} {1e3 * times[n_slots]:8.1f}")
+    print(f"  ratio large/10: {times[args.large_slots] / times[10]:.2f} (target < 1.5)")
+    if args.many_items:
+        many, many_truth = simulate_many_items(args.lists, args.many_items, rng)
+        model = pmc.models.clustered_partial_orders(many, args.many_items, n_dims=3)
+        t_many = time_iterations(model, args.timing_iterations, many_truth)
+        model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
+        t_ten = time_iterations(model, args.timing_iterations, truth)
+        print(
+            f"  {args.lists} lists over {args.many_items} items {1e3 * t_many:8.1f}, over 10 "
+            f"items {1e3 * t_ten:8.1f}: ratio {t_many / t_ten:.2f} (target < 3)"
+        )
+
+
+def simulate_many_items(n_lists, n_items, rng, length=10, p=0.1, n_dims=3):
+    """Lists of ``length`` items, each over its own random subset of ``n_items`` items, from 5
+    planted orders."""
+    orders = [partial_order_from_utilities(rng.normal(size=(n_items, n_dims))) for _ in SHARES]
+    truth = rng.choice(len(SHARES), size=n_lists, p=SHARES)
+    lists = [
+        sample_list(orders[a], rng.choice(n_items, size=length, replace=False), p, rng).tolist()
+        for a in truth
+    ]
+    return lists, truth
+
+
+def report(old, new):
+    """R-hat, bulk ESS and ESS per second of both runs, and the new/old ratio of ESS/s."""
+    print(f"{'quantity':<16} {'R-hat old':>9} {'new':>6} {'ESS old':>8} {'new':>7} "
+          f"{'ESS/s old':>9} {'new':>7} {'ratio':>6}")  # fmt: skip
+    for name in QUANTITIES:
+        if name not in new["ess"]:
+            continue
+        eps_old = old["ess"].get(name, np.nan) / old["seconds"]
+        eps_new = new["ess"][name] / new["seconds"]
+        print(
+            f"{name:<16} {old['rhat'].get(name, np.nan):>9.3f} {new['rhat'][name]:>6.3f} "
+            f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
+            f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
+        )
+    for key in ("seconds", "ms_iter", "ari_min", "k_mean", "slots_full"):
+        print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved collapsed.
+
+:class:`UtilityMeanGibbs` is assigned to the ``U0`` of
+:func:`pymc_crp.models.clustered_partial_orders`. In the model
+``U0_j ~ N(0, Σ_ρ)``, ``U^{(a)}_j ~ N(τ U0_j, (1-τ²) Σ_ρ)``, ``a = 1..L``, one step
+
+1. (when the builder recorded the labels and ``τ``/``ρ`` are random) makes random-walk
+   Metropolis moves of ``logit τ`` and ``logit ρ`` (unconstrained values, prior with its
+   Jacobian) targeting ``p(τ, ρ | U_O)`` with ``U0`` and the empty slots integrated out
+   (:mod:`pymc_crp.utility_hierarchy`): the lists depend on ``U`` only, so no list is
+   evaluated. Given the utilities, ``τ`` and ``U0`` are tightly coupled; moving ``τ`` with
+   ``U0`` integrated out breaks that coupling;
+2. draws ``U0`` from its conditional given the ``n`` occupied slots ``O`` and then the empty
+   slots' utilities ``E`` from their prior given the new ``U0``:
+
+   .. math::
+
+       U0_j \mid U_O, τ, ρ \sim N\Big(c\,\frac{τ}{1-τ^2}\sum_{a \in O} U^{(a)}_j,\;
+       c\,Σ_ρ\Big), \qquad c = \frac{1-τ^2}{1-τ^2+nτ^2},
+       \qquad U^{(e)} \sim N(τ U0, (1-τ^2)Σ_ρ),\ e \in E.
+
+Together this is a Metropolis-within-Gibbs update of the block ``(τ, ρ, U0, U_E)``: the
+Metropolis moves target the marginal of ``(τ, ρ)`` and the rest is drawn from its exact
+conditional. Without labels ``O`` is every slot, ``n = L``, and only ``U0`` is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+
+from pymc_crp.step_methods.model_graph import compile_point_function, get_role
+from pymc_crp.utility_hierarchy import collapsed_log_density
+
+__all__ = ["UtilityMeanGibbs"]
+
+_COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
+_COLLAPSED_MOVES = 5  # moves of each hyperparameter per step
+
+
+class UtilityMeanGibbs(BlockedStep):
+    """Exact Gibbs update of the mean utilities ``U0`` (and collapsed ``τ``/``ρ`` moves).
+
+    Assigned automatically to the ``U0`` of :func:`pymc_crp.models.clustered_partial_orders`
+    (the builder records the structure; see the module docstring).
+
+    Parameters
+    ----------
+    vars : the ``U0`` variable
+    collapsed_moves : int, default 5
+        Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per step
+        (0: none; only with labels recorded by the builder).
+    model, rng, initial_point, compile_kwargs, blocked
+        As for PyMC's step methods.
+    """
+
+    name = "utility_mean_gibbs"
+    default_blocked = False
+    _state_class = StepMethodState
+    stats_dtypes_shapes = {"collapsed_accept": (np.float64, [])}
+
+    def __init__(
+        self,
+        vars,
+        *,
+        collapsed_moves: int = _COLLAPSED_MOVES,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=False,
+    ):
+        model = modelcontext(model)
+        (value_var,) = get_value_vars_from_user_vars(vars, model)
+        rv = model.values_to_rvs[value_var]
+        role, info = get_role(rv, model)
+        if role != "utility_mean":
+            raise ValueError(f"{rv.name} was not built as the mean utilities of an HPO model")
+        if isinstance(collapsed_moves, bool) or not isinstance(collapsed_moves, int):
+            raise TypeError(f"collapsed_moves must be an integer, got {collapsed_moves!r}")
+        if collapsed_moves < 0:
+            raise ValueError(f"collapsed_moves must be >= 0, got {collapsed_moves}")
+        self.vars = [value_var]
+        self.rng = get_random_generator(rng)
+        self._name = value_var.name
+        # rho is the constant 0.0 when K = 1.
+        parameters = [pt.as_tensor_variable(info[key]) for key in ("slots", "tau", "rho")]
+        graphs = model.replace_rvs_by_values(parameters)
+        self._params_fn = compile_point_function(
+            model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
+        )
+        self._slots_name = self._labels_name = None
+        labels = info.get("labels")
+        slots_value = graphs[0]
+        if labels is not None and slots_value in model.value_vars:
+            self._slots_name = slots_value.name
+            self._labels_name = model.rvs_to_values[labels].name
+        # Free tau / rho: (value name, fn(point) -> prior log-density on the sampler's scale).
+        self._hyper = []
+        if self._labels_name is not None and collapsed_moves:
+            for key in ("tau", "rho"):
+                hyper = info[key]
+                if hyper not in model.free_RVs:
+                    continue
+                hyper_value = model.rvs_to_values[hyper]
+                if model.rvs_to_transforms.get(hyper) is None:
+                    continue  # the moves are on the unconstrained scale
+                logp = model.logp(vars=[hyper], jacobian=True, sum=True)
+                fn = compile_point_function(model, logp, compile_kwargs)
+                self._hyper.append((hyper_value.name, fn))
+        self.collapsed_moves = int(collapsed_moves)
+
+    def _equicorrelated(self, shape, rho):
+        """Draws of ``N(0, Σ_ρ)`` vectors over the last axis."""
+        eps = self.rng.standard_normal(shape)
+        common = self.rng.standard_normal((*shape[:-1], 1))
+        return math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common
+
+    def _collapsed_moves(self, point, slots, occupied):
+        """Random-walk moves of ``τ`` and ``ρ`` targeting ``p(τ, ρ | U_O)``; acceptance rate."""
+        occupied_slots = slots[occupied]
+        tries = accepts = 0
+        for name, prior_fn in self._hyper:
+            _, tau, rho = self._params_fn(point)
+            current = collapsed_log_density(occupied_slots, float(tau), float(rho))
+            current += float(prior_fn(point))
+            for _ in range(self.collapsed_moves):
+                old = np.array(point[name], copy=True)
+                step = _COLLAPSED_SCALE * self.rng.standard_normal(old.shape)
+                point[name] = np.asarray(old + step, dtype=old.dtype)
+                _, tau, rho = self._params_fn(point)
+                proposed = collapsed_log_density(occupied_slots, float(tau), float(rho))
+                proposed += float(prior_fn(point))
+                log_ratio = proposed - current
+                tries += 1
+                if np.isfinite(proposed) and math.log(self.rng.random()) < log_ratio:
+                    current = proposed
+                    accepts += 1
+                else:
+                    point[name] = old
+        return accepts / tries if tries else np.nan
+
+    def step(self, point):
+        point = dict(point)
+        slots, tau, rho = self._params_fn(point)
+        occupied = np.ones(slots.shape[0], dtype=bool)
+        if self._labels_name is not None:
+            occupied[:] = False
+            occupied[np.asarray(point[self._labels_name], dtype=np.int64)] = True
+        accept = np.nan
+        if self._hyper:
+            accept = self._collapsed_moves(point, slots, occupied)
+            _, tau, rho = self._params_fn(point)
+        s2 = 1.0 - tau**2
+        c = s2 / (s2 + np.count_nonzero(occupied) * tau**2)
+        mean = c * tau / s2 * slots[occupied].sum(axis=0)
+        new = mean + math.sqrt(c) * self._equicorrelated(mean.shape, rho)
+        point[self._name] = new
+        if not occupied.all():  # the empty slots given the new U0: their prior
+            slots = np.array(point[self._slots_name], dtype=np.float64, copy=True)
+            empty = ~occupied
+            shape = (np.count_nonzero(empty), *new.shape)
+            slots[empty] = tau * new + math.sqrt(s2) * self._equicorrelated(shape, rho)
+            point[self._slots_name] = slots
+        return point, [{"collapsed_accept": accept}]
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        role, _ = get_role(var)
+        return Competence.IDEAL if role == "utility_mean" else Competence.INCOMPATIBLE

@@ -1,0 +1,50 @@
+r"""Numeric core of the utility hierarchy with ``U0`` integrated out (no PyMC).
+
+Given ``τ`` and ``ρ``, the ``n`` occupied slots' utilities of one item,
+``U^{(a)}_j = τ U0_j + \sqrt{1-τ^2} ε_a`` with ``U0_j ~ N(0, Σ_ρ)`` and ``ε_a ~ N(0, Σ_ρ)``,
+have mean ``\bar U_j ~ N(0, v Σ_ρ)``, ``v = τ^2 + (1-τ^2)/n``, and deviations
+``U^{(a)}_j - \bar U_j`` independent of it with ``n - 1`` degrees of freedom of covariance
+``(1-τ^2) Σ_ρ``. Up to a constant (the Jacobian of the map to mean and deviations),
+
+.. math::
+
+    \log p(U_O \mid τ, ρ) = -\tfrac12 \sum_j \Big[(n-1)(K\log(2π(1-τ^2)) + \log|Σ_ρ|)
+        + \frac{\sum_a q(U^{(a)}_j - \bar U_j)}{1-τ^2} + K\log(2πv) + \log|Σ_ρ|
+        + \frac{q(\bar U_j)}{v}\Big],
+
+``q(x) = x^\top Σ_ρ^{-1} x = (\lVert x\rVert^2 - \frac{ρ}{1+(K-1)ρ}(\mathbf 1^\top x)^2)/(1-ρ)``,
+``\log|Σ_ρ| = (K-1)\log(1-ρ) + \log(1+(K-1)ρ)``. With ``n = 1`` this is ``N(0, Σ_ρ)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["collapsed_log_density", "equicorrelated_quadratic"]
+
+
+def equicorrelated_quadratic(x: np.ndarray, rho: float) -> np.ndarray:
+    """``xᵀ Σ_ρ⁻¹ x`` over the last axis."""
+    k = x.shape[-1]
+    total = x.sum(axis=-1)
+    return (np.sum(x**2, axis=-1) - rho / (1.0 + (k - 1) * rho) * total**2) / (1.0 - rho)
+
+
+def collapsed_log_density(slots: np.ndarray, tau: float, rho: float) -> float:
+    """``log p(U_O | τ, ρ)`` of occupied slots ``(n, M, K)`` with ``U0`` integrated out (see
+    the module docstring); ``-inf`` outside ``0 <= τ < 1``, ``0 <= ρ < 1``."""
+    if not (0.0 <= tau < 1.0 and 0.0 <= rho < 1.0):
+        return -math.inf
+    n, n_items, k = slots.shape
+    s2 = 1.0 - tau**2
+    v = tau**2 + s2 / n
+    logdet = (k - 1) * math.log1p(-rho) + math.log1p((k - 1) * rho)
+    mean = slots.mean(axis=0)
+    within = float(np.sum(equicorrelated_quadratic(slots - mean, rho)))
+    between = float(np.sum(equicorrelated_quadratic(mean, rho)))
+    log_2pi = math.log(2.0 * math.pi)
+    out = (n - 1) * n_items * (k * (log_2pi + math.log(s2)) + logdet) + within / s2
+    out += n_items * (k * (log_2pi + math.log(v)) + logdet) + between / v
+    return -0.5 * out
