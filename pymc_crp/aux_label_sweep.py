@@ -40,6 +40,8 @@ import math
 import numpy as np
 from numba import njit
 
+from pymc_crp.partition_math import draw_weighted
+
 __all__ = ["SweepState", "aux_label_sweep"]
 
 # Layout of the int64 ``state`` vector shared with the caller.
@@ -168,14 +170,7 @@ def aux_label_sweep(
         for r in range(n_choices):
             logw[r] = math.exp(logw[r] - top)
             total += logw[r]
-        target = uniforms[pos, 0] * total
-        choice = n_choices - 1
-        acc = 0.0
-        for r in range(n_choices):
-            acc += logw[r]
-            if target < acc:
-                choice = r
-                break
+        choice = draw_weighted(logw[:n_choices], total, uniforms[pos, 0])
         if choice < n_occ:
             j = occupied[choice]
             labels[i] = j

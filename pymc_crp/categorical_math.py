@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights
+from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
 
 __all__ = ["categorical_collapsed_sweep", "category_counts", "dirichlet_sample_posterior"]
 
@@ -76,16 +76,7 @@ def categorical_collapsed_sweep(
         for j in range(n_slots):
             probs[j] = prior_w[j] * (alpha[j, c] + cat_counts[j, c]) / (alpha_sum[j] + counts[j])
             total += probs[j]
-        target = uniforms[t] * total
-        acc = 0.0
-        choice = n_slots - 1
-        for j in range(n_slots):
-            acc += probs[j]
-            if target < acc:
-                choice = j
-                break
-        while probs[choice] <= 0.0:
-            choice -= 1
+        choice = draw_weighted(probs, total, uniforms[t])
         labels[i] = choice
         counts[choice] += 1
         cat_counts[choice, c] += 1

@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights
+from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
 
 __all__ = ["full_conditionals", "gibbs_label_sweep", "likelihood_weights"]
 
@@ -106,16 +106,7 @@ def gibbs_label_sweep(
         for j in range(n_slots):
             probs[j] = prior_w[j] * lik_weights[i, j]
             total += probs[j]
-        target = uniforms[t] * total
-        acc = 0.0
-        choice = n_slots - 1
-        for j in range(n_slots):
-            acc += probs[j]
-            if target < acc:
-                choice = j
-                break
-        while probs[choice] <= 0.0:  # guard against round-off at the upper end
-            choice -= 1
+        choice = draw_weighted(probs, total, uniforms[t])
         labels[i] = choice
         counts[choice] += 1
         if record:

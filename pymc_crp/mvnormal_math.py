@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights
+from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_log_weighted
 
 __all__ = ["mvn_collapsed_sweep", "mvn_posterior", "mvn_sample_posterior", "mvn_slot_sums"]
 
@@ -135,27 +135,12 @@ def mvn_collapsed_sweep(
         n_occupied = conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
         if prior_code == CRP_PRIOR and n_occupied == n_slots:
             n_full += 1
-        top = -np.inf
         for j in range(n_slots):
             if prior_w[j] > 0.0:
                 logp[j] = math.log(prior_w[j]) + _logpdf(y[i], means[j], chols[j], logdets[j])
             else:
                 logp[j] = -np.inf
-            top = max(top, logp[j])
-        total = 0.0
-        for j in range(n_slots):
-            logp[j] = math.exp(logp[j] - top) if logp[j] > -np.inf else 0.0
-            total += logp[j]
-        target = uniforms[t] * total
-        acc = 0.0
-        choice = n_slots - 1
-        for j in range(n_slots):
-            acc += logp[j]
-            if target < acc:
-                choice = j
-                break
-        while logp[choice] <= 0.0:
-            choice -= 1
+        choice = draw_log_weighted(logp, uniforms[t])
         labels[i] = choice
         counts[choice] += 1
         sums[choice] += y[i]

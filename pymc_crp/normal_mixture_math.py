@@ -24,6 +24,8 @@ import math
 import numpy as np
 from numba import njit
 
+from pymc_crp.partition_math import draw_log_weighted
+
 __all__ = [
     "as_kernel_array",
     "cluster_scatter",
@@ -214,28 +216,12 @@ def sample_labels(loglik, log_weights, uniforms, labels_out, probs_out):  # prag
     probs = np.empty(n_slots)
     record = probs_out.shape[0] == n
     for i in range(n):
-        top = -np.inf
         for k in range(n_slots):
-            v = loglik[i, k] + log_weights[k]
-            probs[k] = v
-            if v > top:
-                top = v
-        total = 0.0
-        for k in range(n_slots):
-            probs[k] = math.exp(probs[k] - top) if probs[k] > -np.inf else 0.0
-            total += probs[k]
-        target = uniforms[i] * total
-        acc = 0.0
-        choice = n_slots - 1
-        for k in range(n_slots):
-            acc += probs[k]
-            if target < acc:
-                choice = k
-                break
-        while probs[choice] <= 0.0 and choice > 0:
-            choice -= 1
+            probs[k] = loglik[i, k] + log_weights[k]
+        choice = draw_log_weighted(probs, uniforms[i])
         labels_out[i] = choice
         if record:
+            total = probs.sum()
             for k in range(n_slots):
                 probs_out[i, k] = probs[k] / total
 

@@ -47,6 +47,8 @@ __all__ = [
     "crp_label_log_prob",
     "dirichlet_multinomial_conditional_weights",
     "dirichlet_multinomial_label_log_prob",
+    "draw_log_weighted",
+    "draw_weighted",
     "log_block_count_weights",
     "log_eppf",
     "log_prob_at_most_blocks",
@@ -294,6 +296,42 @@ def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # prag
         for j in range(n_slots):
             out[j] = counts[j] + alpha
     return n_occupied
+
+
+@njit(cache=True, nogil=True)
+def draw_weighted(weights, total, uniform):  # pragma: no cover
+    """Index ``j`` drawn with probability ``weights[j] / total`` by inverse CDF.
+
+    ``uniform`` is a draw on ``[0, 1)``; a zero-weight index is never returned (guard against
+    round-off at the upper end).
+    """
+    n = weights.shape[0]
+    target = uniform * total
+    acc = 0.0
+    choice = n - 1
+    for j in range(n):
+        acc += weights[j]
+        if target < acc:
+            choice = j
+            break
+    while choice > 0 and weights[choice] <= 0.0:
+        choice -= 1
+    return choice
+
+
+@njit(cache=True, nogil=True)
+def draw_log_weighted(log_weights, uniform):  # pragma: no cover
+    """Index ``j`` drawn with probability ``∝ exp(log_weights[j])``; ``log_weights`` is
+    overwritten with ``exp(log_weights - max)`` (``-inf`` entries become exact zeros)."""
+    n = log_weights.shape[0]
+    top = -np.inf
+    for j in range(n):
+        top = max(top, log_weights[j])
+    total = 0.0
+    for j in range(n):
+        log_weights[j] = math.exp(log_weights[j] - top) if log_weights[j] > -np.inf else 0.0
+        total += log_weights[j]
+    return draw_weighted(log_weights, total, uniform)
 
 
 def crp_conditional_weights(counts, concentration: float, discount: float = 0.0) -> np.ndarray:
