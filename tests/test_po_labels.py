@@ -20,12 +20,14 @@ LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
 N_LISTS, N_ITEMS = len(LISTS), 3
 
 
-def sample_tiny(n_slots, n_aux, discount, theta=1.0, seed=5, draws=3000, gibbs=False):
+def sample_tiny(
+    n_slots, n_aux, discount, theta=1.0, seed=5, draws=3000, gibbs=False, **label_kwargs
+):
     with pm.Model():
         z = pmc.CRP("z", theta, discount=discount, max_clusters=n_slots, n=N_LISTS)
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, 1)), rho=0.0)
         pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
-        steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux)]
+        steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux, **label_kwargs)]
         if gibbs:  # utilities by exact coordinate Gibbs draws only
             steps.append(pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1))
         idata = pm.sample(
@@ -82,6 +84,19 @@ def test_with_coordinate_gibbs_utilities_matches_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
+@pytest.mark.parametrize("discount", [0.0, 0.4])
+def test_merge_split_alone_matches_enumeration(discount):
+    """Only the merge--split moves change the labels (no sweep): irreducible on their own, and
+    exact for Pitman--Yor weights; 6 slots so that splits are sometimes refused."""
+    z = sample_tiny(
+        n_slots=6, n_aux=1, discount=discount, seed=11, sweep=False, merge_split=3
+    )
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, discount)
+    assert not mismatches(z, co, k_dist)
+    wrong = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.4 - discount)
+    assert mismatches(z, *wrong)  # the comparison has power against the other discount
+
+
 def test_comparison_has_power(many_slots):
     """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
     would a sampler that ignores the discount."""
@@ -109,8 +124,8 @@ def test_reproducible_and_cost_follows_the_occupied_slots():
     model = pmc.models.clustered_partial_orders(lists, 6, n_dims=2, max_clusters=40)
     runs = []
     for _ in range(2):
-        step = pmc.PartialOrderLabelGibbs(
-            [model["cluster"]], model=model, rng=np.random.default_rng(3)
+        step = pmc.PartialOrderLabelGibbs(  # the sweep alone: merges would join random lists
+            [model["cluster"]], model=model, rng=np.random.default_rng(3), merge_split=0
         )
         point = model.initial_point()
         out = []
@@ -131,6 +146,12 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=0)
     with pytest.raises(TypeError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=1.5)
+    with pytest.raises(ValueError, match="merge_split"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=-1)
+    with pytest.raises(TypeError, match="merge_split"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=2.0)
+    with pytest.raises(ValueError, match="sweep=False"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=0, sweep=False)
     with pytest.raises(TypeError, match="CRP label vector"):
         pmc.PartialOrderLabelGibbs([model["U0"]], model=model)
 

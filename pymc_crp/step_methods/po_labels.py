@@ -17,6 +17,13 @@ large enough that the truncation of the CRP never bites. A new cluster takes a u
 chosen free slot and its auxiliary's utilities; after the sweep the empty slots' utilities
 are redrawn from their prior (an exact Gibbs draw: no list attaches to them).
 
+Before the sweep, ``merge_split`` merge--split proposals
+(:mod:`pymc_crp.slot_merge_split`: a random pair of lists, sequential allocation with the
+slot utilities held fixed, a split's new utilities drawn from the slot prior) let groups of
+lists spread over several clusters merge in one move, which the one-list-at-a-time sweep can
+only do against the prior's pull towards the larger cluster; merges reuse the cached
+likelihood columns and cost no list likelihoods.
+
 Assigned automatically to the labels of models built by
 :func:`pymc_crp.models.clustered_partial_orders` (CRP partition); it can be given explicitly
 (``pm.sample(step=[PartialOrderLabelGibbs([labels])])``) for any CRP label vector whose only
@@ -26,6 +33,7 @@ variable with the same prior for every slot.
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 
 import numpy as np
@@ -38,6 +46,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc_crp.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
 from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
 from pymc_crp.partitions import CRPRV
+from pymc_crp.slot_merge_split import log_split_eppf_ratio, sequential_allocation
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -50,6 +59,37 @@ from pymc_crp.step_methods.utilities import _ListTerm
 __all__ = ["PartialOrderLabelGibbs"]
 
 
+class _MergeSplitState:
+    """What the merge--split proposals of one step read and update in place: labels, slot
+    counts, slot utilities, the ``(N, L)`` log-likelihood columns of the occupied slots."""
+
+    def __init__(self, labels, ll, utilities, noise, theta, discount, next_draw):
+        self.labels, self.ll, self.utilities = labels, ll, utilities
+        self.noise, self.theta, self.discount = noise, theta, discount
+        self.next_draw = next_draw
+        self.counts = np.bincount(labels, minlength=utilities.shape[0])
+
+    def log_eppf_ratio(self, n_a, n_b, merged=False) -> float:
+        """log EPPF(split)/EPPF(merged); ``merged``: the pair is one cluster now."""
+        n_clusters = int(np.count_nonzero(self.counts)) - bool(merged)
+        return log_split_eppf_ratio(n_a, n_b, n_clusters, self.theta, self.discount)
+
+    def set_slot(self, slot, utilities, members, ll_members, step) -> None:
+        """Give ``slot`` new utilities and its full log-likelihood column."""
+        rest = np.ones(self.labels.shape[0], dtype=bool)
+        rest[members] = False
+        self.ll[members, slot] = ll_members
+        self.ll[rest, slot] = step._column(utilities, np.flatnonzero(rest), self.noise)
+        self.utilities[slot] = utilities
+
+    def relabel(self, rows, source, target) -> None:
+        """Move lists ``rows`` from ``source`` to ``target``; an emptied slot's utilities are
+        redrawn from the prior at the end of the step."""
+        self.labels[rows] = target
+        self.counts[source] -= rows.size
+        self.counts[target] += rows.size
+
+
 class PartialOrderLabelGibbs(BlockedStep):
     """Algorithm 8 label sweeps for clustered partial orders (see the module docstring).
 
@@ -58,13 +98,19 @@ class PartialOrderLabelGibbs(BlockedStep):
     vars : the CRP label variable
     n_aux : int, default 3
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
+    merge_split : int, default 20
+        Merge--split proposals per step, made before the sweep (0: none).
+    sweep : bool, default True
+        Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
+        irreducible on their own; for tests).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
 
     Notes
     -----
-    Stats: ``n_clusters`` (occupied slots after the sweep) and ``slots_full`` (a new cluster
-    had prior mass at some visit but every slot was occupied: the truncation at
+    Stats: ``n_clusters`` (occupied slots after the sweep), ``merges`` and ``splits``
+    (accepted merge--split proposals) and ``slots_full`` (a new cluster had prior mass at
+    some visit, or a split was proposed, but every slot was occupied: the truncation at
     ``max_clusters`` bites; a warning says to increase it).
     """
 
@@ -73,6 +119,8 @@ class PartialOrderLabelGibbs(BlockedStep):
     _state_class = StepMethodState
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),
+        "merges": (np.int64, []),
+        "splits": (np.int64, []),
         "slots_full": (bool, []),
         "warning": (SamplerWarning, None),
     }
@@ -82,6 +130,8 @@ class PartialOrderLabelGibbs(BlockedStep):
         vars,
         *,
         n_aux: int = 3,
+        merge_split: int = 20,
+        sweep: bool = True,
         model=None,
         rng=None,
         initial_point=None,
@@ -100,6 +150,12 @@ class PartialOrderLabelGibbs(BlockedStep):
             raise TypeError(f"n_aux must be a positive integer, got {n_aux!r}")
         if n_aux < 1:
             raise ValueError(f"n_aux must be a positive integer, got {n_aux}")
+        if isinstance(merge_split, bool) or not isinstance(merge_split, Integral):
+            raise TypeError(f"merge_split must be a non-negative integer, got {merge_split!r}")
+        if merge_split < 0:
+            raise ValueError(f"merge_split must be a non-negative integer, got {merge_split}")
+        if not sweep and merge_split == 0:
+            raise ValueError("sweep=False needs merge_split > 0 (no label move is left)")
         terms = dependent_terms(model, value_var, term_logps(model), exclude=(label_rv,))
         if len(terms) != 1 or not isinstance(terms[0].owner.op, PartialOrderListsRV):
             raise ValueError(
@@ -121,6 +177,8 @@ class PartialOrderLabelGibbs(BlockedStep):
         self.rng = get_random_generator(rng)
         self.tune = True
         self.n_aux = int(n_aux)
+        self.merge_split = int(merge_split)
+        self.sweep = bool(sweep)
         self._label_name = value_var.name
         self._utility_name = utility_value.name
         self._term = _ListTerm(model, lists_rv, utility_value, compile_kwargs)
@@ -144,6 +202,71 @@ class PartialOrderLabelGibbs(BlockedStep):
         words = order_words(utilities[None], self._term.top_down)
         return self._term.slot_logliks(words, rows, noise)
 
+    def _merge_split(self, moves: _MergeSplitState):
+        """``self.merge_split`` proposals of :mod:`pymc_crp.slot_merge_split`; the state is
+        updated in place. Returns ``(merges, splits, refused)`` (``refused``: splits with no
+        empty slot)."""
+        labels = moves.labels
+        n_lists = labels.shape[0]
+        merges = splits = refused = 0
+        for _ in range(self.merge_split):
+            i, j = self.rng.choice(n_lists, size=2, replace=False)
+            s, t = int(labels[i]), int(labels[j])
+            others = np.flatnonzero((labels == s) | (labels == t))
+            others = others[(others != i) & (others != j)]
+            members = np.concatenate(([i, j], self.rng.permutation(others)))
+            if s != t:
+                merges += self._merge_keep(moves, members, s, t)
+                continue
+            free = np.flatnonzero(moves.counts == 0)
+            if free.size == 0:
+                refused += 1
+                continue
+            t = int(free[self.rng.integers(free.size)])
+            splits += self._split_prior(moves, members, s, t)
+        return merges, splits, refused
+
+    def _accept(self, log_ratio: float) -> bool:
+        return bool(math.log(self.rng.random()) < log_ratio)
+
+    def _split_prior(self, moves, members, s, t) -> bool:
+        """Split with ``j``'s side in slot ``t`` under a fresh prior draw ``ψ``."""
+        psi = moves.next_draw()
+        ll_new = self._column(psi, members, moves.noise)
+        sides = np.zeros(members.size, dtype=np.int64)
+        log_q = sequential_allocation(
+            moves.ll[members, s], ll_new, sides, self.rng.random(members.size), True
+        )
+        moved = sides == 1
+        n_b = int(moved.sum())
+        log_ratio = (
+            moves.log_eppf_ratio(members.size - n_b, n_b)
+            + float(np.sum(ll_new[moved] - moves.ll[members[moved], s]))
+            - log_q
+        )
+        if not self._accept(log_ratio):
+            return False
+        moves.set_slot(t, psi, members, ll_new, self)
+        moves.relabel(members[moved], s, t)
+        return True
+
+    def _merge_keep(self, moves, members, s, t) -> bool:
+        """Merge of ``t`` into ``s``, which keeps its utilities (reverse of
+        :meth:`_split_prior`)."""
+        ll = moves.ll
+        sides = (moves.labels[members] == t).astype(np.int64)
+        log_q = sequential_allocation(ll[members, s], ll[members, t], sides, np.empty(0), False)
+        moved = members[sides == 1]
+        log_ratio = -(
+            moves.log_eppf_ratio(moves.counts[s], moves.counts[t], merged=True)
+            + float(np.sum(ll[moved, t] - ll[moved, s]))
+            - log_q
+        )
+        if not self._accept(log_ratio):
+            return False
+        moves.relabel(moved, t, s)
+        return True
+
     def step(self, point):
         point = dict(point)
         labels = np.array(point[self._label_name], dtype=np.int64, copy=True)
@@ -151,8 +274,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         n_lists, n_slots = labels.shape[0], self.n_slots
         theta, discount = (float(v) for v in self._prior_params_fn(point))
         noise = float(self._term.noise_fn(point))
-        sweep = SweepState(labels, n_slots)
-        occupied = np.flatnonzero(sweep.counts)
+        occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
         cache = list_likelihood_cache()
         words = order_words(utilities, self._term.top_down)
         ll = np.zeros((n_lists, n_slots))
@@ -164,47 +286,32 @@ class PartialOrderLabelGibbs(BlockedStep):
             .reshape(occupied.size, n_lists)
             .T
         )
-        fresh = self._prior_draws(point)
-        used = 0
-        n_aux = self.n_aux
-        aux = np.empty((n_aux, *utilities.shape[1:]))
-        aux_ll = np.empty((n_lists, n_aux))
-        all_rows = np.arange(n_lists)
-        for t in range(n_aux):
-            if used == n_slots:
-                fresh, used = self._prior_draws(point), 0
-            aux[t] = fresh[used]
-            used += 1
-            aux_ll[:, t] = self._column(aux[t], all_rows, noise)
+        pool = {"draws": self._prior_draws(point), "used": 0}
 
-        order = self.rng.permutation(n_lists).astype(np.int64)
-        uniforms = self.rng.random((n_lists, 3))
-        logw = np.empty(n_slots + n_aux)
-        flat, flat_aux = utilities.reshape(n_slots, -1), aux.reshape(n_aux, -1)
-        position = 0
-        while True:
-            position = aux_label_sweep(
-                ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
-                sweep.where, sweep.state, order, position, uniforms, theta, discount, logw,
-            )  # fmt: skip
-            if position >= n_lists:
-                break
-            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t: draw it afresh
-            if used == n_slots:
-                fresh, used = self._prior_draws(point), 0
-            aux[t] = fresh[used]
-            used += 1
-            remaining = order[position:]
-            aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
+        def next_draw():
+            """The next unused prior draw of one slot's utilities."""
+            if pool["used"] == n_slots:
+                pool["draws"], pool["used"] = self._prior_draws(point), 0
+            pool["used"] += 1
+            return pool["draws"][pool["used"] - 1]
 
+        merges = splits = refused = 0
+        if self.merge_split:
+            moves = _MergeSplitState(labels, ll, utilities, noise, theta, discount, next_draw)
+            merges, splits, refused = self._merge_split(moves)
+        sweep = SweepState(labels, n_slots)
+        if self.sweep:
+            self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
         empty = sweep.counts == 0
         if empty.any():  # exact Gibbs draw of the empty slots' utilities
             utilities[empty] = self._prior_draws(point)[empty]
         point[self._label_name] = labels
         point[self._utility_name] = utilities
-        n_full = int(sweep.state[N_FULL])
+        n_full = int(sweep.state[N_FULL]) + refused
         stats = {
             "n_clusters": int(np.count_nonzero(sweep.counts)),
+            "merges": merges,
+            "splits": splits,
             "slots_full": n_full > 0,
             "warning": None,
         }
@@ -218,6 +325,33 @@ class PartialOrderLabelGibbs(BlockedStep):
                 "warning",
             )
         return point, [stats]
+
+    def _sweep(self, labels, ll, utilities, noise, theta, discount, sweep, next_draw):
+        """One Algorithm 8 sweep over the lists in random order (in place)."""
+        n_lists, n_slots = labels.shape[0], self.n_slots
+        n_aux = self.n_aux
+        aux = np.empty((n_aux, *utilities.shape[1:]))
+        aux_ll = np.empty((n_lists, n_aux))
+        all_rows = np.arange(n_lists)
+        for t in range(n_aux):
+            aux[t] = next_draw()
+            aux_ll[:, t] = self._column(aux[t], all_rows, noise)
+        order = self.rng.permutation(n_lists).astype(np.int64)
+        uniforms = self.rng.random((n_lists, 3))
+        logw = np.empty(n_slots + n_aux)
+        flat, flat_aux = utilities.reshape(n_slots, -1), aux.reshape(n_aux, -1)
+        position = 0
+        while True:
+            position = aux_label_sweep(
+                ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
+                sweep.where, sweep.state, order, position, uniforms, theta, discount, logw,
+            )  # fmt: skip
+            if position >= n_lists:
+                break
+            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t: draw it afresh
+            aux[t] = next_draw()
+            remaining = order[position:]
+            aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
 
     def reset_tuning(self):
         return

@@ -101,6 +101,14 @@ class _ListTerm:
         rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
         flat = self.lists.ravel()
         self.contains[rows[flat >= 0], flat[flat >= 0]] = True
+        # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
+        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
+        present = flat >= 0
+        np.bitwise_or.at(
+            self.item_words,
+            (rows[present], flat[present] // 64),
+            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
+        )
         self.utility_name = utility_value.name
 
     def words(self, point, slot=None):
@@ -114,6 +122,15 @@ class _ListTerm:
         words = self.words(point)
         cache = list_likelihood_cache()
         return words, cache.log_likelihoods(self.list_set, words, labels, noise)
+
+    def restricted_changed(self, old, new, item, rows) -> np.ndarray:
+        """Which lists ``rows`` (all containing ``item``) see a different order when only
+        ``item``'s utilities moved from order ``old`` to ``new`` (``(4, M)`` words): a list's
+        likelihood depends on the order restricted to its items only, and ``item``'s
+        relations are its rows of items above it and items comparable to it."""
+        flips = old[:, item] ^ new[:, item]  # up_lo, up_hi, cmp_lo, cmp_hi
+        words = self.item_words[rows]
+        return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
 
     def slot_logliks(self, words, rows, noise):
         """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``."""
@@ -428,8 +445,13 @@ class UtilityMetropolis(BlockedStep):
                 continue
             if np.array_equal(new_words[0], words[slot]):  # same order: same likelihoods
                 new = logliks[rows]
-            else:
+            elif item is None:
                 new = term.slot_logliks(new_words, rows, noise)
+            else:  # lists whose restricted order is unchanged keep their likelihoods
+                new = logliks[rows].copy()
+                changed = term.restricted_changed(words[slot], new_words[0], item, rows)
+                if changed.any():
+                    new[changed] = term.slot_logliks(new_words, rows[changed], noise)
             log_ratio += float(np.sum(new) - np.sum(logliks[rows]))
             updates.append((state, rows, new, new_words))
         if not np.isfinite(log_ratio):
