@@ -97,11 +97,12 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("aux"):  # new, with another number of auxiliary slots
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
+    elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
+        with model:
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
     elif variant.startswith("ms"):  # new, with another number of merge-split proposals
         with model:
-            step = [
-                pmc.PartialOrderLabelGibbs([model["cluster"]], merge_split=int(variant[2:]))
-            ]
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], merge_split=int(variant[2:]))]
     with model:
         start = time.perf_counter()
         idata = pm.sample(
@@ -188,7 +189,8 @@ def main():
         nargs="+",
         default=["new"],
         help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
-        "(N auxiliary slots), msN (N merge-split proposals per step), newL / oldL "
+        "(N auxiliary slots), msN (N merge-split proposals per step), annN (label moves "
+        "annealed over N tuning steps), newL / oldL "
         "(max_clusters=L)",
     )
     args = parser.parse_args()

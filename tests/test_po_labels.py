@@ -178,3 +178,23 @@ def test_pitman_yor_discount_in_the_builder():
         pmc.models.clustered_partial_orders(
             lists, 3, discount=0.5, partition="dirichlet-multinomial"
         )
+
+
+def test_annealing_only_while_tuning():
+    """``anneal`` tempers the label moves during tuning only: after tuning the draws are those
+    of the plain step (same generator), during tuning they differ."""
+    rng = np.random.default_rng(1)
+    lists = [rng.permutation(5).tolist() for _ in range(30)]
+    model = pmc.models.clustered_partial_orders(lists, 5, n_dims=2, max_clusters=30)
+    point = model.initial_point()
+    for tune, same in ((False, True), (True, False)):
+        outs = []
+        for anneal in (0, 50):
+            step = pmc.PartialOrderLabelGibbs(
+                [model["cluster"]], model=model, rng=np.random.default_rng(4), anneal=anneal
+            )
+            step.tune = tune
+            outs.append(step.step(point)[0]["cluster"])
+        assert np.array_equal(*outs) == same
+    with pytest.raises(ValueError, match="anneal"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, anneal=-1)

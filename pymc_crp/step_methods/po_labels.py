@@ -100,6 +100,11 @@ class PartialOrderLabelGibbs(BlockedStep):
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
     merge_split : int, default 20
         Merge--split proposals per step, made before the sweep (0: none).
+    anneal : int, default 0
+        While tuning, the label moves see the lists' log-likelihoods times
+        ``β = min(1, (t + 1)/anneal)`` at tuning iteration ``t`` (simulated annealing of the
+        start: clusters form gradually from the prior's few large ones instead of one new
+        cluster per poorly fitted list). The draws after tuning always use ``β = 1``.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -132,6 +137,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         n_aux: int = 3,
         merge_split: int = 20,
         sweep: bool = True,
+        anneal: int = 0,
         model=None,
         rng=None,
         initial_point=None,
@@ -178,6 +184,11 @@ class PartialOrderLabelGibbs(BlockedStep):
         self.tune = True
         self.n_aux = int(n_aux)
         self.merge_split = int(merge_split)
+        if isinstance(anneal, bool) or not isinstance(anneal, Integral) or anneal < 0:
+            raise ValueError(f"anneal must be a non-negative integer, got {anneal!r}")
+        self.anneal = int(anneal)
+        self._iteration = 0
+        self._beta = 1.0
         self.sweep = bool(sweep)
         self._label_name = value_var.name
         self._utility_name = utility_value.name
@@ -198,9 +209,10 @@ class PartialOrderLabelGibbs(BlockedStep):
         return np.array(self._draw_fn(point)[0], dtype=np.float64)
 
     def _column(self, utilities, rows, noise) -> np.ndarray:
-        """``log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix)."""
+        """``β log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix;
+        ``β < 1`` only while annealing during tuning)."""
         words = order_words(utilities[None], self._term.top_down)
-        return self._term.slot_logliks(words, rows, noise)
+        return self._beta * self._term.slot_logliks(words, rows, noise)
 
     def _merge_split(self, moves: _MergeSplitState):
         """``self.merge_split`` proposals of :mod:`pymc_crp.slot_merge_split`; the state is
@@ -275,6 +287,10 @@ class PartialOrderLabelGibbs(BlockedStep):
         theta, discount = (float(v) for v in self._prior_params_fn(point))
         noise = float(self._term.noise_fn(point))
         occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
+        self._beta = 1.0
+        if self.tune and self.anneal:
+            self._beta = min(1.0, (self._iteration + 1) / self.anneal)
+            self._iteration += 1
         cache = list_likelihood_cache()
         words = order_words(utilities, self._term.top_down)
         ll = np.zeros((n_lists, n_slots))
@@ -285,7 +301,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             )
             .reshape(occupied.size, n_lists)
             .T
-        )
+        ) * self._beta
         pool = {"draws": self._prior_draws(point), "used": 0}
 
         def next_draw():
@@ -354,7 +370,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
 
     def reset_tuning(self):
-        return
+        self._iteration = 0
 
     @staticmethod
     def competence(var, has_grad=None):
