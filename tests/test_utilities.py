@@ -258,3 +258,41 @@ def test_utility_step_same_chain_with_and_without_the_cache():
         finally:
             cache.max_bytes = DEFAULT_CACHE_BYTES
     np.testing.assert_array_equal(traces[0], traces[1])
+
+
+def test_lists_with_an_unchanged_restricted_order_keep_their_likelihood():
+    """``_ListTerm.restricted_changed``: after one item's utilities move, a list it reports
+    unchanged has the same likelihood under the new order (checked with the brute-force
+    ``list_log_likelihood`` of the posets core), and some lists are reported unchanged."""
+    from pymc_crp.step_methods.utilities import _ListTerm
+
+    rng = np.random.default_rng(3)
+    n_items = 70  # two bitset words
+    lists = [rng.choice(n_items, size=6, replace=False).tolist() for _ in range(300)]
+    model = pmc.models.partial_order(lists, n_items, n_dims=2)
+    term = _ListTerm(model, model["lists"], model.rvs_to_values[model["U"]], None)
+    from pymc_crp.lists import order_words
+
+    reported_unchanged = 0
+    for _ in range(20):
+        u = rng.normal(size=(n_items, 2))
+        item = int(rng.integers(n_items))
+        moved = u.copy()
+        moved[item] += 0.7 * rng.normal(size=2)
+        rows = np.flatnonzero([item in y for y in lists])
+        old, new = order_words(u[None])[0], order_words(moved[None])[0]
+        changed = term.restricted_changed(old, new, item, rows)
+        before, after = partial_order_from_utilities(u), partial_order_from_utilities(moved)
+        for row, flag in zip(rows, changed, strict=True):
+            same = list_log_likelihood(before, lists[row], 0.1) == pytest.approx(
+                list_log_likelihood(after, lists[row], 0.1)
+            )
+            items = lists[row]
+            restricted_same = np.array_equal(
+                before[np.ix_(items, items)], after[np.ix_(items, items)]
+            )
+            assert flag != restricted_same  # exactly the lists whose restricted order moved
+            if not flag:
+                reported_unchanged += 1
+                assert same
+    assert reported_unchanged > 0

@@ -329,7 +329,7 @@ class UtilityMetropolis(BlockedStep):
                 for item in self.rng.permutation(items):
                     row = (*index, item)
                     old_row = utilities[row].copy()
-                    new_row = old_row + self.rw_scale * self.rng.standard_normal(old_row.shape)
+                    new_row = old_row + self.rw_scale * self._row_noise(old_row.shape, rho, row)
                     if rho is not None:  # closed-form density of the row
                         log_prior_ratio = float(
                             equicorrelated_logpdf(new_row, mean[row], rho[row], scale[row])
@@ -379,6 +379,18 @@ class UtilityMetropolis(BlockedStep):
             "utility_pcn_step": self.pcn_step,
         }
         return point, [stats]
+
+    def _row_noise(self, shape, rho, row) -> np.ndarray:
+        """Random-walk increment of one item's row: ``N(0, Σ_ρ)`` shaped like the row's prior
+        when it is equicorrelated (moves along the strong correlation of ``ρ`` near 1), else
+        ``N(0, I)``; symmetric either way (``ρ`` is fixed during the step)."""
+        noise = self.rng.standard_normal(shape)
+        if rho is None or shape[-1] < 2:
+            return noise
+        r = float(rho[row])
+        if not 0.0 < r < 1.0:
+            return noise
+        return math.sqrt(1.0 - r) * noise + math.sqrt(r) * self.rng.standard_normal()
 
     def _coordinate_draw(self, utilities, index, item, k, mean, rho, scale, states, slot_rows):
         """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.utility_gibbs`);
