@@ -35,7 +35,9 @@ def parse_args(argv=None):
     parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--cores", type=int, default=1)
+    parser.add_argument(
+        "--cores", type=int, default=None, help="processes (default: PyMC's, up to 4)"
+    )
     parser.add_argument("--dims", type=int, default=3, help="latent dimensions K")
     parser.add_argument(
         "--max-clusters", type=int, default=None, help="slots (default: the model's default)"

@@ -1,0 +1,16 @@
+"""``python -m pymc_crp.demo`` end to end on a short run."""
+
+from pymc_crp import demo
+
+
+def test_demo_runs_and_reports_convergence_and_uncertainty(tmp_path, capsys):
+    idata = demo.main(
+        ["--draws", "40", "--tune", "40", "--chains", "2", "--cores", "1", "--no-progressbar",
+         "--output", str(tmp_path)]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert "R-hat" in out and ("All R-hat <= 1.01" in out or "WARNING: largest R-hat" in out)
+    assert "share a cluster" in out  # the clustering comes with co-clustering probabilities
+    for name in ("consensus_orders.png", "similarity.png", "n_clusters.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert idata.posterior.sizes["chain"] == 2
