@@ -100,14 +100,14 @@ class PartialOrderLabelGibbs(BlockedStep):
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
     merge_split : int, default 20
         Merge--split proposals per step, made before the sweep (0: none).
-    anneal : int, default 500
+    anneal : int, default 300
         While tuning, the label moves see the lists' log-likelihoods times
         ``β = min(1, (t + 1)/anneal)`` at tuning iteration ``t`` (simulated annealing of the
         start: clusters form gradually from the prior's few large ones instead of one new
         cluster per poorly fitted list; 0 turns it off). ``β`` is 1 from iteration
         ``anneal`` on and whenever the step is not tuning, so the draws kept are exact
         whatever ``tune`` is; leave at least a few hundred tuning iterations at ``β = 1``
-        (PyMC's default ``tune=1000`` leaves 500).
+        (PyMC's default ``tune=1000`` leaves 700).
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -140,7 +140,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         n_aux: int = 3,
         merge_split: int = 20,
         sweep: bool = True,
-        anneal: int = 500,
+        anneal: int = 300,
         model=None,
         rng=None,
         initial_point=None,
