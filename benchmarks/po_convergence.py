@@ -102,7 +102,11 @@ def run(lists, n_items, args, variant, seed):
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
     elif variant.startswith("ms"):  # new, with another number of merge-split proposals
         with model:
-            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], merge_split=int(variant[2:]))]
+            step = [  # no annealing: the merge-split moves alone
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"]], merge_split=int(variant[2:]), anneal=0
+                )
+            ]
     with model:
         start = time.perf_counter()
         idata = pm.sample(
@@ -179,6 +183,9 @@ def main():
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
     parser.add_argument(
+        "--baseline", default="old", help="the variant the others are compared with (default old)"
+    )
+    parser.add_argument(
         "--many-items",
         type=int,
         default=0,
@@ -189,8 +196,9 @@ def main():
         nargs="+",
         default=["new"],
         help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
-        "(N auxiliary slots), msN (N merge-split proposals per step), annN (label moves "
-        "annealed over N tuning steps), newL / oldL "
+        "(N auxiliary slots), msN (N merge-split proposals per step, no annealing; ms0 is the "
+        "label step before merge-split and annealing), annN (label moves annealed over N "
+        "tuning steps), newL / oldL "
         "(max_clusters=L)",
     )
     args = parser.parse_args()
@@ -202,10 +210,11 @@ def main():
         f"load average {os.getloadavg()[0]:.2f}"
     )
     if not args.skip_chains:
-        results = {v: run(lists, 10, args, v, args.seed + 1) for v in ("old", *args.variants)}
-        old = results["old"]
+        variants = (args.baseline, *args.variants)
+        results = {v: run(lists, 10, args, v, args.seed + 1) for v in variants}
+        old = results[args.baseline]
         for variant in args.variants:
-            print(f"--- {variant} against old ---")
+            print(f"--- {variant} against {args.baseline} ---")
             report(old, results[variant])
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
     start = truth.copy()
