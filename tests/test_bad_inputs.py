@@ -21,7 +21,7 @@ from pymc.logprob.utils import ParameterValueError
 
 import pymc_crp as pmc
 from pymc_crp import posets
-from pymc_crp.lists import _item_sets, encode_lists
+from pymc_crp.core.lists import _item_sets, encode_lists
 
 matplotlib.use("Agg")
 
@@ -118,6 +118,8 @@ DMP = pmc.DirichletMultinomialPartition.dist
 EQN = pmc.EquicorrelatedNormal.dist
 IW = pmc.InverseWishart.dist
 MEM = pmc.models.measurement_error_mixture
+MIXPRIOR = pmc.models.default_mixture_prior
+BMV = pmc.BatchedMvNormal.dist
 PO = pmc.models.partial_order
 CPO = pmc.models.clustered_partial_orders
 SYM = pytensor.shared  # a symbolic (non-constant) parameter: checked when drawing
@@ -253,6 +255,8 @@ CASES = [
         ValueError,
         "scale",
     ),
+    # ---- BatchedMvNormal (pymc_crp/distributions/batched_mvnormal.py) -------------------
+    (BMV, dict(mean=np.zeros(3), cov=np.ones(3)), ValueError, r"cov must be a \(..., D, D\)"),
     # ---- PartialOrderLists (pymc_crp/lists.py) ------------------------------------------
     (lists_in_model, dict(observed=[[0, 1, 1]]), ValueError, r"observed\[0\] repeats item 1"),
     (lists_in_model, dict(observed=[[0, 9]]), ValueError, "observed.*item 9 outside 0..3"),
@@ -405,6 +409,7 @@ CASES = [
     (CPO, dict(lists=[[0, 0]], n_items=4), ValueError, r"lists\[0\] repeats item 0"),
     (CPO, dict(lists=LISTS, n_items=4, rho_prior=(0.0, 1.0)), ValueError, "rho_prior"),
     (MEM, dict(y=np.r_[Y, NAN]), ValueError, r"y must be finite; rows \[10\]"),
+    (MIXPRIOR, dict(y=np.ones((2, 2, 2))), ValueError, "y must have shape"),
     (MEM, dict(y=np.r_[Y, INF]), ValueError, r"y must be finite; rows \[10\]"),
     (MEM, dict(y=np.ones((2, 2, 2))), ValueError, "y must have shape"),
     (MEM, dict(y=np.ones(0)), ValueError, "y must hold at least one"),

@@ -442,9 +442,9 @@ def test_split_merge_alone_is_exact(prior):
         exact_collapsed_label_posterior,
     )
 
-    from pymc_crp.conjugate_math import GAMMA_POISSON
-    from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-    from pymc_crp.split_merge import split_merge_moves
+    from pymc_crp.core.conjugate_math import GAMMA_POISSON
+    from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+    from pymc_crp.core.split_merge import split_merge_moves
 
     y = np.array([0.0, 1.0, 6.0, 8.0])
     hyper = np.array([[2.0, 0.5], [1.0, 0.2], [4.0, 1.0], [1.0, 1.0]])  # Gamma(a_j, rate b_j)

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_crp.consensus import consensus_order, relation_probabilities, threshold_order
 from pymc_crp.posets import transitive_closure, validate_partial_order
+from pymc_crp.posterior.consensus import consensus_order, relation_probabilities, threshold_order
 
 # two clusters with known orders: A has 0 on top, 1 and 2 incomparable, then 3, then 4
 U_A = np.array([[4.0, 4.0], [3.0, 1.0], [1.0, 3.0], [0.0, 0.0], [-1.0, -1.0]])

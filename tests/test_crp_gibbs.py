@@ -48,8 +48,8 @@ from scipy import stats
 from threadpoolctl import threadpool_limits
 
 import pymc_crp as pmc
-from pymc_crp.label_sweep import gibbs_label_sweep, likelihood_weights
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.core.label_sweep import gibbs_label_sweep, likelihood_weights
+from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 
 Y6 = np.array([-2.1, -1.8, -0.2, 0.3, 2.2, 2.5])
 Y7 = np.array([-2.1, -1.8, -0.2, 0.3, 1.1, 2.2, 2.5])
@@ -356,7 +356,7 @@ def test_steps_assigned_automatically():
 
 
 def test_wrong_prior_would_fail(fast_runs):
-    """The comparison has power: the label-vector bug of DESIGN.md section 2 is rejected.
+    """The comparison has power: the label-vector bug (docs/mathematics.md) is rejected.
 
     Treating the EPPF as the probability of a label vector (no L!/(L-K)! factor) moves the
     exact posterior mean of K from 2.95 to 3.75 here; the sampled posterior must be far
@@ -744,7 +744,7 @@ def test_likelihood_weights_unit():
 
 
 def test_likelihood_weights_kernel_matches_the_numpy_formula():
-    from pymc_crp import label_sweep
+    from pymc_crp.core import label_sweep
 
     rng = np.random.default_rng(5)
     loglik = rng.normal(size=(500, 7)) * 40.0
@@ -782,7 +782,7 @@ def sweep_log_prior(prior_code, a, b, n_slots, wrong=False):
 
     def crp(c):
         p = crp_label_prob(c, a, b, n_slots)
-        if wrong:  # EPPF as a label-vector probability (DESIGN.md section 2)
+        if wrong:  # EPPF as a label-vector probability (docs/mathematics.md, *Partition priors*)
             p *= math.perm(n_slots, len(np.unique(c)))
         return math.log(p)
 

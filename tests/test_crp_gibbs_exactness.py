@@ -49,7 +49,12 @@ from scipy import stats
 from test_crp_gibbs import FAST, assert_matches_exact, discrepancy, sample_model
 
 import pymc_crp as pmc
-from pymc_crp.relabel import _membership_stat, _prepare, _rao_blackwell_ecr, ecr_permutations
+from pymc_crp.posterior.relabel import (
+    _membership_stat,
+    _prepare,
+    _rao_blackwell_ecr,
+    ecr_permutations,
+)
 
 Y5 = np.array([-2.1, -1.8, 0.3, 2.2, 2.5])
 N5 = 5

@@ -9,13 +9,8 @@ import numpy as np
 import pytest
 
 import pymc_crp as pmc
-from pymc_crp.diagnostics import (
-    canonical_draws,
-    cluster_summary,
-    label_draws,
-    partition_stats,
-    posterior_similarity,
-)
+from pymc_crp.posterior.diagnostics import cluster_summary, partition_stats, posterior_similarity
+from pymc_crp.posterior.draws import canonical_draws, label_draws
 
 
 def similarity_loop(draws):

@@ -11,7 +11,8 @@ import pytest
 from scipy import stats
 
 import pymc_crp as pmc
-from pymc_crp.lists import PartialOrderLists, decode_lists, encode_lists
+from pymc_crp.core.lists import decode_lists, encode_lists
+from pymc_crp.distributions import PartialOrderLists
 from pymc_crp.posets import list_log_likelihood, partial_order_from_utilities
 
 RNG = np.random.default_rng(20261122)
@@ -169,7 +170,7 @@ def _reference(utilities, padded, labels, p, top_down, grad=False):
 
 
 def lists_module():
-    from pymc_crp import lists
+    from pymc_crp.core import lists
 
     return lists
 
@@ -260,8 +261,8 @@ def test_cache_is_bounded_on_a_stream_of_orders_and_item_sets():
 
 
 def test_ratio_kernel_sharing_beginnings_changes_nothing():
-    from pymc_crp import _linext as K
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_kernels as K
+    from pymc_crp.core import linext_support as T
 
     lm = lists_module()
     padded, utilities, _ = _cache_case(seed=10)
@@ -279,7 +280,7 @@ def test_ratio_kernel_sharing_beginnings_changes_nothing():
 
 
 def test_cache_limit_error_and_op_uses_the_cache():
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_support as T
     from pymc_crp.posets import LinearExtensionLimitError, crown_order
 
     lm = lists_module()

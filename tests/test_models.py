@@ -5,14 +5,14 @@ import pymc as pm
 import pytest
 
 import pymc_crp as pmc
-from pymc_crp.consensus import consensus_order
-from pymc_crp.point_estimate import point_estimate_partition
 from pymc_crp.posets import (
     list_log_likelihood,
     partial_order_from_utilities,
     sample_list,
     transitive_reduction,
 )
+from pymc_crp.posterior.consensus import consensus_order
+from pymc_crp.posterior.point_estimate import point_estimate_partition
 
 
 def simulate(orders, n_per, lengths, p, rng):

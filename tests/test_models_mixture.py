@@ -25,11 +25,8 @@ from oracles import (
 from scipy.special import multigammaln
 
 import pymc_crp as pmc
-from pymc_crp.models_mixture import (
-    default_mixture_prior,
-    load_galaxies,
-    measurement_error_mixture,
-)
+from pymc_crp.datasets import load_galaxies
+from pymc_crp.models.normal_mixture import default_mixture_prior, measurement_error_mixture
 from pymc_crp.step_methods.normal_gibbs import (
     MixtureCRPGibbs,
     MixtureLabelGibbs,

@@ -17,7 +17,7 @@ from pymc.logprob.utils import ParameterValueError
 from scipy import stats
 
 import pymc_crp as pmc
-from pymc_crp.partition_math import (
+from pymc_crp.core.partition_math import (
     crp_conditional_weights,
     crp_label_log_prob,
     dirichlet_multinomial_conditional_weights,

@@ -12,14 +12,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from pymc_crp.plots import (  # noqa: E402
+from pymc_crp.posets import transitive_closure, transitive_reduction  # noqa: E402
+from pymc_crp.posterior.plots import (  # noqa: E402
     _layered_layout,
     plot_membership,
     plot_n_clusters,
     plot_partial_order,
     plot_similarity,
 )
-from pymc_crp.posets import transitive_closure, transitive_reduction  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +54,7 @@ def test_plot_similarity(idata, tmp_path):
     sim = np.asarray(ax.images[0].get_array())
     # ordered by the point estimate: the blocks lie on the diagonal
     assert sim[:10, :10].mean() > 0.7 and sim[:10, 10:].mean() < 0.3
-    from pymc_crp.diagnostics import posterior_similarity
+    from pymc_crp.posterior.diagnostics import posterior_similarity
 
     ax2 = plot_similarity(posterior_similarity(idata, "z"), colorbar=False)
     check_png(ax2.figure, tmp_path / "similarity_matrix.png")

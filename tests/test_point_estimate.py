@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracles import partition_labels, set_partitions
 
-from pymc_crp.point_estimate import expected_loss, point_estimate_partition
+from pymc_crp.posterior.point_estimate import expected_loss, point_estimate_partition
 
 
 # --------------------------------------------------------------------------------------------

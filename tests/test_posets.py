@@ -600,10 +600,10 @@ def test_numeric_core_does_not_import_pymc():
     import ast
     import pathlib
 
-    import pymc_crp._linext as linext
-    import pymc_crp._linext_tables as tables
-    import pymc_crp._poset_validation as validation
-    import pymc_crp.poset_examples as examples
+    import pymc_crp.core.linext_kernels as linext
+    import pymc_crp.core.linext_support as tables
+    import pymc_crp.core.poset_examples as examples
+    import pymc_crp.core.poset_validation as validation
 
     for module in (P, linext, tables, validation, examples):
         tree = ast.parse(pathlib.Path(module.__file__).read_text())
@@ -622,7 +622,7 @@ def test_numeric_core_does_not_import_pymc():
 
 
 def test_kernel_inputs_match_definitions():
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_support as T
 
     rng = np.random.default_rng(21)
     for n in (0, 1, 5, 63, 64, 65, 128):
@@ -652,8 +652,8 @@ def test_kernel_inputs_match_definitions():
 
 
 def test_memo_grows_beyond_its_initial_size():
-    from pymc_crp import _linext as K
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_kernels as K
+    from pymc_crp.core import linext_support as T
 
     crown = P.crown_order(12)  # thousands of memoised sets, a deep search stack
     primes, binom_r = T.residue_tables(4)
@@ -666,7 +666,7 @@ def test_memo_grows_beyond_its_initial_size():
 
 
 def test_each_kernel_compiles_once_whatever_the_input_types():
-    from pymc_crp import _linext as K
+    from pymc_crp.core import linext_kernels as K
 
     rng = np.random.default_rng(22)
     adj = P.random_two_dimensional_order(10, rng)
@@ -685,7 +685,7 @@ def test_each_kernel_compiles_once_whatever_the_input_types():
             P.list_log_likelihoods_stacked(
                 np.broadcast_to(closed, (2, 10, 10)), ro_lists, (3, 2), [1, 0], 1, top_down
             )
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_support as T
 
     for kernel in (K.count_kernel, K.sample_lists_kernel, K.ratios_kernel, T.loglik_from_ratios):
         assert len(kernel.signatures) == 1, kernel.signatures
@@ -702,7 +702,7 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
     script = """if True:
         import numpy as np
-        from pymc_crp import _linext as K, _linext_tables as T, posets as P
+        from pymc_crp.core import linext_kernels as K, linext_support as T, posets as P
         adj = P.crown_order(3)
         P.count_linear_extensions(adj)
         P.sample_list(adj, range(6), 0.1, np.random.default_rng(0))
@@ -728,7 +728,7 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
 
 
 def test_utility_relation_words_match_the_dominance_orders():
-    from pymc_crp import _linext_tables as T
+    from pymc_crp.core import linext_support as T
 
     rng = np.random.default_rng(24)
     for m_items in (1, 7, 64, 65, 128):

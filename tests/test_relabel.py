@@ -13,8 +13,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from pymc_crp.diagnostics import canonical_draws
-from pymc_crp.relabel import (
+from pymc_crp.posterior.draws import canonical_draws
+from pymc_crp.posterior.relabel import (
     ecr_permutations,
     membership_probabilities,
     relabel,

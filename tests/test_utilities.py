@@ -225,7 +225,7 @@ def test_utility_step_reproducible_and_validates():
 
 def test_utility_step_same_chain_with_and_without_the_cache():
     """The list-likelihood cache and the reuse of unchanged orders change no draw."""
-    from pymc_crp.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache
+    from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache
 
     rng = np.random.default_rng(11)
     orders = [partial_order_from_utilities(rng.normal(size=(7, 2))) for _ in range(2)]

@@ -1,4 +1,4 @@
-"""Exact coordinate Gibbs draws of partial-order utilities (pymc_crp.utility_gibbs).
+"""Exact coordinate Gibbs draws of partial-order utilities (pymc_crp.core.utility_gibbs).
 
 * The interval-mixture draw against its CDF computed with scipy.stats (KS test), tails
   included; the Gaussian conditional against dense linear algebra.
@@ -21,12 +21,12 @@ from test_utilities import (
 )
 
 import pymc_crp as pmc
-from pymc_crp.posets import list_log_likelihood
-from pymc_crp.utility_gibbs import (
+from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
     interval_points,
     sample_interval_mixture,
 )
+from pymc_crp.posets import list_log_likelihood
 
 
 def mixture_cdf(x, log_lik, low, high, mu, sd):

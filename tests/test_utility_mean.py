@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import pymc_crp as pmc
-from pymc_crp.utility_hierarchy import collapsed_log_density
+from pymc_crp.core.utility_hierarchy import collapsed_log_density
 
 
 def dense_log_density(slots, tau, rho):

@@ -14,8 +14,8 @@ from pymc_crp.step_methods.normal_gibbs import (
 )
 from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
 from pymc_crp.step_methods.slot_slice import SlotSliceSampler
-from pymc_crp.step_methods.utilities import HyperparameterMetropolis, UtilityMetropolis
 from pymc_crp.step_methods.utility_mean import UtilityMeanGibbs
+from pymc_crp.step_methods.utility_metropolis import HyperparameterMetropolis, UtilityMetropolis
 
 __all__ = [
     "NORMAL_MIXTURE_STEPS",

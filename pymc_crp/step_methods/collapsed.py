@@ -9,7 +9,7 @@ well, as one blocked step. One step:
    ``σ`` when ``μ`` is collapsed) from their prior — an exact Gibbs draw, no data attach to
    them;
 2. sweeps the labels with the conjugate parameter ``φ`` integrated out (Neal's 2000
-   Algorithm 3, :func:`pymc_crp.conjugate_math.collapsed_label_sweep`): observation ``i``
+   Algorithm 3, :func:`pymc_crp.core.conjugate_math.collapsed_label_sweep`): observation ``i``
    joins slot ``j`` with probability ``∝ w_j(c_{-i}) p(y_i | y_{S_j \ i})``;
 3. draws ``φ_j`` for every slot from its conjugate posterior given the labels (an empty
    slot's posterior is its prior), and then any other conjugate slot parameter of the step
@@ -32,12 +32,12 @@ from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, St
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
-from pymc_crp.categorical_math import (
+from pymc_crp.core.categorical_math import (
     categorical_collapsed_sweep,
     category_counts,
     dirichlet_sample_posterior,
 )
-from pymc_crp.conjugate_math import (
+from pymc_crp.core.conjugate_math import (
     DIRICHLET_CATEGORICAL,
     MVN_MEAN,
     collapsed_label_sweep,
@@ -45,10 +45,10 @@ from pymc_crp.conjugate_math import (
     slot_log_marginal,
     slot_statistics,
 )
-from pymc_crp.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-from pymc_crp.partitions import CRPRV
-from pymc_crp.split_merge import split_merge_moves
+from pymc_crp.core.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
+from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.core.split_merge import split_merge_moves
+from pymc_crp.distributions.partitions import CRPRV
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.model_graph import (
@@ -123,7 +123,7 @@ class ConjugateCRPGibbs(BlockedStep):
     sweeps : int, default 1
         Collapsed Gibbs sweeps over the labels per step.
     split_merge : int, default 20
-        Conjugate split--merge proposals per step (:mod:`pymc_crp.split_merge`; scalar
+        Conjugate split--merge proposals per step (:mod:`pymc_crp.core.split_merge`; scalar
         families only), before the sweeps. They move whole groups of observations, which
         single-site sweeps do one at a time.
     model, rng, initial_point, compile_kwargs, blocked

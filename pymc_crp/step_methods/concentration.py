@@ -27,8 +27,8 @@ from pytensor.graph.traversal import explicit_graph_inputs
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.basic import GammaRV
 
-from pymc_crp.partition_math import log_prob_at_most_blocks, validate_labels
-from pymc_crp.partitions import CRPRV
+from pymc_crp.core.partition_math import log_prob_at_most_blocks, validate_labels
+from pymc_crp.distributions.partitions import CRPRV
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,

@@ -5,7 +5,7 @@ reads only as ``φ[z]``, ``z`` a :class:`~pymc_crp.CRP` or
 :class:`~pymc_crp.DirichletMultinomialPartition` label vector (in the graph:
 ``AdvancedSubtensor(φ, z)``). It is *conjugate* when its only child is one elementwise
 likelihood term and the (prior, likelihood) pair is one of the families of
-:mod:`pymc_crp.conjugate_math`:
+:mod:`pymc_crp.core.conjugate_math`:
 
 ===============================  ==============================  =========================
 prior of ``φ``                   likelihood                      role of ``φ[z]``
@@ -54,7 +54,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 from pytensor.tensor.variable import TensorConstant
 
-from pymc_crp.conjugate_math import (
+from pymc_crp.core.conjugate_math import (
     BETA_BINOMIAL,
     DIRICHLET_CATEGORICAL,
     GAMMA_POISSON,
@@ -87,7 +87,7 @@ class ConjugateSlot:
     """A conjugate slot parameter found in a model's graph.
 
     ``hyper`` are two graphs (of the model's random variables) of the prior's parameters in
-    the family's parametrisation (:mod:`pymc_crp.conjugate_math`), ``aux`` the graph of the
+    the family's parametrisation (:mod:`pymc_crp.core.conjugate_math`), ``aux`` the graph of the
     likelihood's other parameter, one value per observation (it may read the labels).
     """
 

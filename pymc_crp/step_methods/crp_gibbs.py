@@ -30,9 +30,9 @@ from pytensor.graph.traversal import ancestors
 from rich.progress import TextColumn
 from rich.table import Column
 
-from pymc_crp.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-from pymc_crp.partitions import CRPRV
+from pymc_crp.core.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
+from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.distributions.partitions import CRPRV
 from pymc_crp.step_methods.label_terms import (
     LabelProbe,
     check_label_locality,
@@ -89,7 +89,7 @@ class CRPGibbs(BlockedStep):
         ``membership_probs`` for Rao--Blackwellised membership estimates. It is stored
         flattened, ``(chain, draw, N·L)`` in ``idata.sample_stats`` (PyMC's default trace
         keeps array stats only as flat vectors); :func:`pymc_crp.membership_probabilities`
-        and :func:`pymc_crp.relabel` read it as ``(N, L)`` per draw.
+        and :func:`pymc_crp.posterior.relabel` read it as ``(N, L)`` per draw.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
 

@@ -15,8 +15,8 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_crp.partitions import CRPRV, DirichletMultinomialPartitionRV
-from pymc_crp.registry import find_model, get_role, register_model, set_role
+from pymc_crp.distributions.partitions import CRPRV, DirichletMultinomialPartitionRV
+from pymc_crp.roles import find_model, get_role, register_model, set_role
 
 __all__ = [
     "PARTITION_OPS",

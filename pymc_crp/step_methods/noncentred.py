@@ -67,7 +67,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
-from pymc_crp.registry import roles
+from pymc_crp.roles import roles
 from pymc_crp.step_methods.concentration import ConcentrationMetropolisState
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -77,7 +77,7 @@ from pymc_crp.step_methods.model_graph import (
     same_signature,
     term_logps,
 )
-from pymc_crp.step_methods.utilities import HyperparameterMetropolis
+from pymc_crp.step_methods.utility_metropolis import HyperparameterMetropolis
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 

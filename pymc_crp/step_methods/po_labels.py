@@ -4,7 +4,7 @@ r"""Label step for clustered partial orders whose cost follows the occupied clus
 :class:`~pymc_crp.PartialOrderLists` likelihood over slot utilities ``U`` ``(L, M, K)`` by
 Neal's (2000) Algorithm 8 with ``m`` auxiliary utility matrices drawn from the slot prior
 ``U_new ~ N(τ U0, (1-τ²) Σ_ρ)`` and reused between visits (Favaro and Teh 2013; the numeric
-core and the argument for exactness are in :mod:`pymc_crp.aux_label_sweep`):
+core and the argument for exactness are in :mod:`pymc_crp.core.aux_label_sweep`):
 
 .. math::
 
@@ -35,9 +35,10 @@ from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
-from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
-from pymc_crp.partitions import CRPRV
+from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsRV
+from pymc_crp.distributions.partitions import CRPRV
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -45,7 +46,7 @@ from pymc_crp.step_methods.model_graph import (
     prior_draw_function,
     term_logps,
 )
-from pymc_crp.step_methods.utilities import _ListTerm
+from pymc_crp.step_methods.utility_metropolis import _ListTerm
 
 __all__ = ["PartialOrderLabelGibbs"]
 

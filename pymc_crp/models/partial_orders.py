@@ -7,7 +7,7 @@ covariates, ``CRPGibbs`` for the others, ``UtilityMetropolis`` for the utilities
 ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a Gamma
 concentration).
 
-The measurement-error normal mixture builder lives in :mod:`pymc_crp.models_mixture` and is
+The measurement-error normal mixture builder lives in :mod:`pymc_crp.models.normal_mixture` and is
 re-exported here (``pmc.models.measurement_error_mixture``).
 """
 
@@ -17,10 +17,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_crp.hpo import EquicorrelatedNormal, gumbel_utilities
-from pymc_crp.lists import PartialOrderLists, encode_lists
-from pymc_crp.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.registry import set_role
+from pymc_crp.core.lists import encode_lists
+from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, gumbel_utilities
+from pymc_crp.distributions.partial_order_lists import PartialOrderLists
+from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
+from pymc_crp.roles import set_role
 
 __all__ = ["clustered_partial_orders", "partial_order"]
 
@@ -333,8 +334,3 @@ def clustered_partial_orders(
             dims=("list", "position"),
         )
     return model
-
-
-from pymc_crp.models_mixture import measurement_error_mixture  # noqa: E402
-
-__all__ += ["measurement_error_mixture"]

@@ -1,7 +1,7 @@
 """Example partial orders: random 2-dimensional orders, crowns, chains, grids.
 
 All are returned as closed boolean ``(M, M)`` matrices (``adj[i, j]``: item ``i`` above
-item ``j``) and are re-exported by :mod:`pymc_crp.posets`.
+item ``j``) and are re-exported by :mod:`pymc_crp.core.posets`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-from pymc_crp._poset_validation import _validate_rng
+from pymc_crp.core.poset_validation import _validate_rng
 
 
 def _check_count(n, name: str = "n") -> int:

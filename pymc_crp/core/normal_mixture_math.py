@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import draw_log_weighted
+from pymc_crp.core.partition_math import draw_log_weighted
 
 __all__ = [
     "as_kernel_array",

@@ -1,7 +1,7 @@
 r"""Conjugate split--merge moves for the labels (numba): sequentially-allocated merge--split.
 
 With the slot parameters integrated out (the conjugate families of
-:mod:`pymc_crp.conjugate_math`), one move picks two observations ``i ≠ j`` uniformly:
+:mod:`pymc_crp.core.conjugate_math`), one move picks two observations ``i ≠ j`` uniformly:
 
 * if they share slot ``s``, it proposes a **split**: ``i`` stays in ``s``, ``j`` opens an empty
   slot ``t`` drawn uniformly among the ``E`` empty slots, and the other members of ``s`` are
@@ -39,8 +39,8 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.conjugate_math import _add, _log_pred
-from pymc_crp.partition_math import CRP_PRIOR
+from pymc_crp.core.conjugate_math import _add, _log_pred
+from pymc_crp.core.partition_math import CRP_PRIOR
 
 __all__ = ["split_merge_moves"]
 
@@ -212,7 +212,7 @@ def split_merge_moves(
 ) -> int:
     """``n_moves`` split--merge proposals on ``labels``/``counts`` (in place, int64).
 
-    Arrays as for :func:`pymc_crp.conjugate_math.collapsed_label_sweep`; all randomness from
+    Arrays as for :func:`pymc_crp.core.conjugate_math.collapsed_label_sweep`; all randomness from
     ``rng``. Returns the number of accepted moves.
     """
     n_obs = y.shape[0]

@@ -38,8 +38,8 @@ import numpy as np
 import xarray as xr
 from scipy.optimize import linear_sum_assignment
 
-from pymc_crp.diagnostics import _posterior_var, label_draws
-from pymc_crp.point_estimate import point_estimate_partition
+from pymc_crp.posterior.draws import label_draws, posterior_variable
+from pymc_crp.posterior.point_estimate import point_estimate_partition
 
 __all__ = [
     "ecr_permutations",
@@ -206,7 +206,7 @@ def _prepare(idata, var_name, params, method, pivot, n_slots, membership_var):
     for name in params:
         if name not in idata.posterior.data_vars:
             raise ValueError(f"params: {name!r} is not a posterior variable")
-    z_da = _posterior_var(idata, var_name, "idata")
+    z_da = posterior_variable(idata, var_name, "idata")
     _sample_dims(z_da, var_name)
     z = label_draws(z_da, name=var_name, flatten=False)
     if z.ndim != 3:

@@ -1,23 +1,81 @@
-"""Roles of the variables of a normal-mixture model, recorded by its builder.
+"""Which models hold this package's variables, and the roles model builders give them.
 
-:func:`pymc_crp.models_mixture.measurement_error_mixture` records which of its variables are
-the labels, latent values, cluster means and covariances and weights (and the model's
-constants) with :func:`register_mixture`; the conjugate steps of
-:mod:`pymc_crp.step_methods.normal_gibbs` read them back with :func:`mixture_roles`, so they
-claim exactly the variables of such models.
+PyMC calls a step method's ``competence`` with a variable only; these registries let it find
+the variable's model (even outside a ``with model:`` block) and any role that one of the
+package's model builders recorded for it. Models are held weakly.
+
+The normal-mixture builder (:func:`pymc_crp.models.measurement_error_mixture`) records its
+variables and constants as one typed record, :class:`MixtureRoles`
+(:func:`register_mixture`); the conjugate steps of :mod:`pymc_crp.step_methods.normal_gibbs`
+read it back with :func:`mixture_roles`, so they claim exactly the variables of such models.
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
-from pymc.model import Model
+from pymc.model import Model, modelcontext
 
-from pymc_crp.normal_mixture_math import as_kernel_array as _arr
-from pymc_crp.registry import find_model, get_role, set_role
+from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
 
-__all__ = ["MixtureRoles", "mixture_roles", "register_mixture"]
+__all__ = [
+    "MixtureRoles",
+    "find_model",
+    "get_role",
+    "mixture_roles",
+    "register_mixture",
+    "register_model",
+    "roles",
+    "set_role",
+]
+
+# Models in which partition priors were created, so that competence checks (which PyMC
+# calls with a variable only) can find the model even outside a ``with model:`` block.
+_MODELS: weakref.WeakSet = weakref.WeakSet()
+
+
+# Roles that the model builders give their variables, so that the builders' step methods are
+# assigned automatically to those variables only: model -> {variable: (role, info)}.
+_ROLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def register_model(model: Model) -> None:
+    _MODELS.add(model)
+
+
+def set_role(model: Model, var, role: str, **info) -> None:
+    """Record that ``var`` of ``model`` plays ``role`` (with graph ``info``) for step methods."""
+    register_model(model)
+    _ROLES.setdefault(model, {})[var] = (role, info)
+
+
+def get_role(var, model: Model | None = None) -> tuple[str | None, dict]:
+    """The role of ``var`` recorded by :func:`set_role`, or ``(None, {})``."""
+    model = find_model(var) if model is None else model
+    if model is None:
+        return None, {}
+    return _ROLES.get(model, {}).get(var, (None, {}))
+
+
+def roles(model: Model) -> dict:
+    """All recorded roles of ``model``: ``{variable: (role, info)}``."""
+    return dict(_ROLES.get(model, {}))
+
+
+def find_model(var) -> Model | None:
+    """The model that holds ``var``: the model on the context stack, else a registered one."""
+    try:
+        model = modelcontext(None)
+        if var in model.basic_RVs:
+            return model
+    except TypeError:
+        pass
+    for model in list(_MODELS):
+        if var in model.basic_RVs:
+            return model
+    return None
 
 
 @dataclass(eq=False)
@@ -78,7 +136,7 @@ _ROLE_PREFIX = "normal_mixture_"
 def register_mixture(model: Model, roles: MixtureRoles) -> None:
     """Record the roles of the variables of a normal-mixture model built by this package.
 
-    Uses the package registry (:func:`pymc_crp.registry.set_role`) with the roles
+    Uses the package registry (:func:`set_role`) with the roles
     ``normal_mixture_<role>`` and the :class:`MixtureRoles` as the role information.
     """
     for role in ("labels", "theta", "mu", "sigma", "weights"):

@@ -1,7 +1,8 @@
 r"""Label-invariant diagnostics of posterior partitions: summaries and posterior similarity.
 
-Labels switch between slots across draws and chains (DESIGN.md section 7), so per-slot
-parameters are not comparable between draws. This module reports quantities that depend on a
+Labels switch between slots across draws and chains (docs/mathematics.md, *Which
+quantities R-hat is meaningful for*), so per-slot parameters are not comparable between
+draws. This module reports quantities that depend on a
 label vector ``c`` only through the partition it induces, with block sizes ``n_1..n_K``
 (``Σ_k n_k = N``):
 
@@ -12,8 +13,8 @@ label vector ``c`` only through the partition it induces, with block sizes ``n_1
 - the posterior similarity (co-clustering) matrix ``P_ij = P(c_i = c_j | Y)``, estimated by
   ``(1/S) Σ_s 1{c^(s)_i = c^(s)_j}``.
 
-See :mod:`pymc_crp.point_estimate` for point-estimate partitions and
-:mod:`pymc_crp.relabel` for relabelling slot parameters.
+See :mod:`pymc_crp.posterior.point_estimate` for point-estimate partitions and
+:mod:`pymc_crp.posterior.relabel` for relabelling slot parameters.
 """
 
 from __future__ import annotations
@@ -26,12 +27,17 @@ import xarray as xr
 from numba import njit
 from scipy.linalg import blas
 
+from pymc_crp.posterior.draws import (
+    canonical_draws,
+    integer_labels,
+    label_draws,
+    posterior_variable,
+)
+
 __all__ = [
     "DEFAULT_MAX_MEMORY_BYTES",
     "adjusted_rand_index",
-    "canonical_draws",
     "cluster_summary",
-    "label_draws",
     "partition_stats",
     "posterior_similarity",
 ]
@@ -40,112 +46,6 @@ __all__ = [
 DEFAULT_MAX_MEMORY_BYTES = 2**30
 
 _CONCENTRATION_NAMES = ("concentration", "theta", "alpha", "gamma")
-
-
-# --------------------------------------------------------------------------------------------
-# Extracting and canonicalising label draws
-# --------------------------------------------------------------------------------------------
-def _integer_labels(arr: np.ndarray, name: str) -> np.ndarray:
-    if arr.dtype == object or arr.dtype == np.bool_ or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must hold integer labels, got dtype {arr.dtype}")
-    if arr.dtype.kind == "f":
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise TypeError(f"{name} must hold integer labels, got non-integer values")
-    if arr.size and arr.min() < 0:
-        raise ValueError(f"{name} must hold non-negative labels, found {arr.min()}")
-    return arr.astype(np.int64, copy=False)
-
-
-def _posterior_var(data, var_name, name: str) -> xr.DataArray:
-    if isinstance(data, az.InferenceData):
-        if "posterior" not in data.groups():
-            raise ValueError(f"{name} has no posterior group")
-        ds = data.posterior
-    else:
-        ds = data
-    if var_name is None:
-        ints = [v for v in ds.data_vars if ds[v].dtype.kind in "iu"]
-        if len(ints) != 1:
-            raise ValueError(
-                f"var_name is required: {name} has {len(ints)} integer posterior variables "
-                f"({', '.join(map(str, ints)) or 'none'})"
-            )
-        var_name = ints[0]
-    if not isinstance(var_name, str):
-        raise TypeError(f"var_name must be a string, got {var_name!r}")
-    if var_name not in ds.data_vars:
-        raise ValueError(f"var_name {var_name!r} is not a posterior variable of {name}")
-    return ds[var_name]
-
-
-def label_draws(data, var_name: str | None = None, *, name: str = "data", flatten: bool = True):
-    """Posterior label draws as an ``int64`` array.
-
-    Parameters
-    ----------
-    data : InferenceData, Dataset, DataArray or array_like of int
-        An ``InferenceData`` (or posterior ``Dataset``) holding ``var_name`` with dims
-        ``(chain, draw, N)``; or an array ``(S, N)`` or ``(chain, draw, N)``.
-    var_name : str, optional
-        Default: the only integer variable of the posterior.
-    name : str
-        Argument name used in error messages.
-    flatten : bool, default True
-        Return ``(S, N)`` with ``S = chain · draw`` (chain-major); otherwise keep the
-        ``(chain, draw, N)`` shape of 3-D input.
-    """
-    if isinstance(data, az.InferenceData | xr.Dataset):
-        data = _posterior_var(data, var_name, name)
-    arr = np.asarray(data.values if isinstance(data, xr.DataArray) else data)
-    if arr.ndim not in (2, 3):
-        raise ValueError(
-            f"{name} must be label draws of shape (S, N) or (chain, draw, N), got shape {arr.shape}"
-        )
-    if arr.shape[-1] == 0 or arr.size == 0:
-        raise ValueError(f"{name} must contain at least one draw of at least one label")
-    arr = _integer_labels(arr, name)
-    if flatten and arr.ndim == 3:
-        arr = arr.reshape(-1, arr.shape[-1])
-    return arr
-
-
-@njit(cache=True, nogil=True)
-def _canonicalise(labels, n_values):
-    n_rows, n = labels.shape
-    out = np.empty((n_rows, n), np.int32)
-    n_blocks = np.empty(n_rows, np.int64)
-    mapping = np.full(n_values, -1, np.int64)
-    for s in range(n_rows):
-        k = 0
-        for i in range(n):
-            v = labels[s, i]
-            if mapping[v] < 0:
-                mapping[v] = k
-                k += 1
-            out[s, i] = mapping[v]
-        n_blocks[s] = k
-        for i in range(n):
-            mapping[labels[s, i]] = -1
-    return out, n_blocks
-
-
-def canonical_draws(draws, name: str = "draws") -> tuple[np.ndarray, np.ndarray]:
-    """Relabel each row ``0..K_s-1`` in order of first appearance.
-
-    Returns ``(labels, n_blocks)``: ``int32`` labels of the same shape ``(S, N)`` and the
-    number of blocks ``K_s`` of each row. Rows with equal partitions become equal.
-    """
-    arr = _integer_labels(np.asarray(draws), name)
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (S, N), got shape {arr.shape}")
-    if arr.size == 0:
-        return arr.astype(np.int32), np.zeros(arr.shape[0], dtype=np.int64)
-    top = int(arr.max())
-    if top > 4 * arr.shape[1] + 64:  # sparse label values: compact them first
-        shape = arr.shape
-        arr = np.unique(arr, return_inverse=True)[1].reshape(shape)
-        top = int(arr.max())
-    return _canonicalise(np.ascontiguousarray(arr, dtype=np.int64), top + 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -218,7 +118,7 @@ def partition_stats(idata: az.InferenceData, var_name: str, *, inplace: bool = T
     """
     if not isinstance(idata, az.InferenceData):
         raise TypeError(f"idata must be an arviz.InferenceData, got {type(idata).__name__}")
-    z = _posterior_var(idata, var_name, "idata")
+    z = posterior_variable(idata, var_name, "idata")
     new = _partition_stat_arrays(z, var_name)
     if inplace:
         for key, val in new.items():
@@ -278,7 +178,7 @@ def cluster_summary(
     """
     if not isinstance(idata, az.InferenceData):
         raise TypeError(f"idata must be an arviz.InferenceData, got {type(idata).__name__}")
-    z = _posterior_var(idata, var_name, "idata")
+    z = posterior_variable(idata, var_name, "idata")
     data = _partition_stat_arrays(z, var_name)
     conc = _find_concentration(idata.posterior, concentration)
     if conc is not None:
@@ -521,7 +421,7 @@ def adjusted_rand_index(labels_a, labels_b) -> float:
     a, b = np.asarray(labels_a), np.asarray(labels_b)
     for arr, name in ((a, "labels_a"), (b, "labels_b")):
         if arr.size:  # any integer labels, negative ones included
-            _integer_labels(arr - arr.min(), name)
+            integer_labels(arr - arr.min(), name)
     if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape or a.size == 0:
         raise ValueError(
             "labels_a and labels_b must be non-empty label vectors of the same length, got "

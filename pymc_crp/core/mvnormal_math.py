@@ -12,7 +12,7 @@ with ``Σ`` known and common. With ``n_j`` members summing to ``s_j``, and ``W =
 and the posterior predictive of a new member is ``N(P_j⁻¹(S_j⁻¹ m_j + W s_j), P_j⁻¹ + Σ)``
 (an empty slot gives the prior predictive ``N(m_j, S_j + Σ)``). The collapsed sweep is Neal's
 (2000) Algorithm 3 with these predictive densities, as in
-:func:`pymc_crp.conjugate_math.collapsed_label_sweep`.
+:func:`pymc_crp.core.conjugate_math.collapsed_label_sweep`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_log_weighted
+from pymc_crp.core.partition_math import CRP_PRIOR, conditional_slot_weights, draw_log_weighted
 
 __all__ = ["mvn_collapsed_sweep", "mvn_posterior", "mvn_sample_posterior", "mvn_slot_sums"]
 

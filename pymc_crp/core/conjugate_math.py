@@ -42,7 +42,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_log_weighted
+from pymc_crp.core.partition_math import CRP_PRIOR, conditional_slot_weights, draw_log_weighted
 
 __all__ = [
     "BETA_BINOMIAL",
@@ -64,8 +64,8 @@ NORMAL_MEAN = 0
 NORMAL_PREC = 1
 GAMMA_POISSON = 2
 BETA_BINOMIAL = 3
-MVN_MEAN = 4  # multivariate normal mean: see pymc_crp.mvnormal_math
-DIRICHLET_CATEGORICAL = 5  # see pymc_crp.categorical_math
+MVN_MEAN = 4  # multivariate normal mean: see pymc_crp.core.mvnormal_math
+DIRICHLET_CATEGORICAL = 5  # see pymc_crp.core.categorical_math
 FAMILY_NAMES = {
     NORMAL_MEAN: "normal mean (normal prior, known variance)",
     NORMAL_PREC: "normal precision (gamma prior, known mean)",
@@ -280,7 +280,7 @@ def collapsed_label_sweep(
     uniforms : (N,) float64
         One uniform per visit.
     prior_code, param_a, param_b
-        Partition prior as in :func:`pymc_crp.partition_math.conditional_slot_weights`.
+        Partition prior as in :func:`pymc_crp.core.partition_math.conditional_slot_weights`.
 
     Returns
     -------

@@ -3,7 +3,7 @@
 Exact counts are carried modulo a few primes below ``2**32`` (so that products of two
 residues fit in a ``uint64``) and rebuilt by the Chinese remainder theorem. Orders enter
 the kernels as bitsets (:func:`relation_words`). Two small self-contained numba kernels
-(cached on disk; they call nothing in :mod:`pymc_crp._linext`) live here too:
+(cached on disk; they call nothing in :mod:`pymc_crp.core.linext_kernels`) live here too:
 :func:`utility_relation_words` builds the bitsets straight from utilities and
 :func:`loglik_from_ratios` turns count ratios into list log-likelihoods at a given ``p``.
 """
@@ -214,7 +214,7 @@ def _combine(ratios, u, n, p, want_grad):  # pragma: no cover - compiled
 def loglik_from_ratios(ratios, lengths, index, p, want_grad, row_ll, row_dp, seen):
     """``(loglik, dloglik_dp)`` at ``p`` of lists ``index`` (rows of ``ratios`` and
     ``lengths``, with repeats) from their count ratios (``ratios_kernel`` in
-    :mod:`pymc_crp._linext`)::
+    :mod:`pymc_crp.core.linext_kernels`)::
 
         log L = sum_j log(p / r_j + (1 - p) ratio_j),   r_j = m - j,
         d log L / dp = sum_j (1 / r_j - ratio_j) / term_j   (only if ``want_grad``, else 0).

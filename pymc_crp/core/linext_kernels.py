@@ -1,9 +1,9 @@
 """Numba kernels for linear extensions of partial orders on at most 128 items.
 
-The compiled core behind :mod:`pymc_crp.posets` (which validates all input): counting,
+The compiled core behind :mod:`pymc_crp.core.posets` (which validates all input): counting,
 uniform sampling and the count ratios of the queue-jumping list likelihood. Preparation
 (bitsets, primes, binomials, CRT) and the ratios-to-likelihood arithmetic live in
-:mod:`pymc_crp._linext_tables`.
+:mod:`pymc_crp.core.linext_support`.
 
 Compilation. The three entry points have ``cache=True``: their machine code, helpers
 linked in, is kept in ``__pycache__`` for later processes. Hence no jitclass (not
@@ -42,7 +42,7 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-from pymc_crp._linext_tables import MAX_KERNEL_ITEMS, loglik_from_ratios
+from pymc_crp.core.linext_support import MAX_KERNEL_ITEMS, loglik_from_ratios
 
 _OPTIONS = {"nogil": True, "error_model": "numpy"}
 _jit = njit(cache=True, **_OPTIONS)

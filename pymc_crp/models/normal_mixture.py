@@ -1,6 +1,6 @@
 r"""Normal mixtures with known measurement error, as ready-made PyMC models.
 
-The model (DESIGN §6), for observations ``y_i ∈ R^D`` with known covariances ``V_i``::
+The model, for observations ``y_i ∈ R^D`` with known covariances ``V_i``::
 
     z_i            ~ partition prior over L slots        ("cluster")
     Σ_k            ~ InverseWishart(ν, Ω)                ("Sigma", L x D x D)
@@ -12,35 +12,24 @@ The model (DESIGN §6), for observations ``y_i ∈ R^D`` with known covariances 
 :func:`pymc.sample` assigns exact conjugate Gibbs steps (:mod:`pymc_crp.step_methods.
 normal_gibbs`) to ``theta``, ``(mu, Sigma)``, the weights ``w`` and Categorical labels, and
 :class:`pymc_crp.CRPGibbs` to CRP / Dirichlet--multinomial labels (plus the Escobar--West
-update of a Gamma concentration). :func:`load_galaxies` returns the galaxy velocities of
-Roeder (1990).
+update of a Gamma concentration). The galaxy velocities of Roeder (1990) are
+:func:`pymc_crp.datasets.load_galaxies`.
 """
 
 from __future__ import annotations
 
-import io
 import math
-from importlib.resources import files
 from numbers import Integral, Real
 
 import numpy as np
 import pymc as pm
-import pytensor
-import pytensor.tensor as pt
-from pymc.distributions.distribution import Continuous
-from pymc.distributions.shape_utils import rv_size_is_none
-from pytensor.tensor.random.op import RandomVariable
 
-from pymc_crp.inverse_wishart import InverseWishart, mvnormal_logpdf, static_dim
-from pymc_crp.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.step_methods.mixture_roles import MixtureRoles, register_mixture
+from pymc_crp.distributions.batched_mvnormal import BatchedMvNormal
+from pymc_crp.distributions.inverse_wishart import InverseWishart
+from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
+from pymc_crp.roles import MixtureRoles, register_mixture
 
-__all__ = [
-    "BatchedMvNormal",
-    "default_mixture_prior",
-    "load_galaxies",
-    "measurement_error_mixture",
-]
+__all__ = ["default_mixture_prior", "measurement_error_mixture"]
 
 PARTITIONS = ("crp", "finite", "dirichlet-multinomial")
 _PARTITION_ALIASES = {
@@ -52,92 +41,6 @@ _PARTITION_ALIASES = {
     "dm": "dirichlet-multinomial",
 }
 _PRIOR_KEYS = ("m0", "kappa0", "nu", "Omega", "alpha_shape", "alpha_rate")
-
-
-# --------------------------------------------------------------------------------------------
-# A multivariate normal that is fast for large batches of distinct small covariances
-# --------------------------------------------------------------------------------------------
-class BatchedMvNormalRV(RandomVariable):
-    """Random variable of :class:`BatchedMvNormal`."""
-
-    name = "batched_mvnormal"
-    signature = "(d),(d,d)->(d)"
-    dtype = "floatX"
-    _print_name = ("BatchedMvNormal", "\\operatorname{BatchedMvNormal}")
-
-    def make_node(self, rng, size, mean, cov):
-        mean = pt.as_tensor_variable(mean).astype(pytensor.config.floatX)
-        cov = pt.as_tensor_variable(cov).astype(pytensor.config.floatX)
-        return super().make_node(rng, size, mean, cov)
-
-    @classmethod
-    def rng_fn(cls, rng, mean, cov, size):
-        mean = np.asarray(mean, dtype=np.float64)
-        cov = np.asarray(cov, dtype=np.float64)
-        batch = np.broadcast_shapes(mean.shape[:-1], cov.shape[:-2])
-        if size is not None:
-            batch = tuple(size)
-        d = cov.shape[-1]
-        chol = np.linalg.cholesky(np.broadcast_to(cov, (*batch, d, d)))
-        eps = rng.standard_normal((*batch, d))
-        return np.broadcast_to(mean, (*batch, d)) + np.einsum("...ab,...b->...a", chol, eps)
-
-
-batched_mvnormal = BatchedMvNormalRV()
-
-
-class BatchedMvNormal(Continuous):
-    r"""Multivariate normal ``N(mean, cov)`` batched over leading axes, for small static ``D``.
-
-    The same density as :class:`pymc.MvNormal`, but the Cholesky factorisation of ``cov`` is
-    unrolled into elementwise PyTensor operations (for ``D <= 6``), so a batch of many distinct
-    covariance matrices (e.g. ``Sigma[cluster]`` for thousands of observations, or the
-    ``L x N`` batch that :class:`pymc_crp.CRPGibbs` evaluates) costs a few fused loops instead
-    of one LAPACK call per matrix. Differentiable, so NUTS can use it.
-
-    Parameters
-    ----------
-    mean : tensor_like of float, shape ``(..., D)``
-    cov : tensor_like of float, shape ``(..., D, D)``, symmetric positive definite
-        (only its lower triangle is read); ``D`` must be static.
-    """
-
-    rv_type = BatchedMvNormalRV
-    rv_op = batched_mvnormal
-
-    @classmethod
-    def dist(cls, mean, cov, **kwargs):
-        cov = pt.as_tensor_variable(cov)
-        if cov.ndim < 2:
-            raise ValueError("cov must be a (..., D, D) matrix")
-        static_dim(cov, "cov")
-        return super().dist([mean, cov], **kwargs)
-
-    def support_point(rv, size, mean, cov):
-        point = pt.broadcast_to(mean, pt.broadcast_shape(mean, cov[..., 0]))
-        if not rv_size_is_none(size):
-            point = pt.broadcast_to(point, pt.concatenate([size, [mean.shape[-1]]]))
-        return point
-
-    def logp(value, mean, cov):
-        return mvnormal_logpdf(value, mean, cov)
-
-
-# --------------------------------------------------------------------------------------------
-# Data set
-# --------------------------------------------------------------------------------------------
-def load_galaxies() -> np.ndarray:
-    """The velocities (km/s) of 82 galaxies of Roeder (1990), as a float array of shape (82,).
-
-    Roeder, K. (1990) "Density estimation with confidence sets exemplified by superclusters and
-    voids in the galaxies", *JASA* 85, 617–624; the ``galaxies`` data of R's MASS package.
-    Often analysed in units of 1000 km/s (divide by 1000).
-    """
-    text = files("pymc_crp").joinpath("datasets", "galaxies.csv").read_text(encoding="utf-8")
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if lines and lines[0].strip() == "velocity":
-        lines = lines[1:]
-    return np.loadtxt(io.StringIO("\n".join(lines)), dtype=np.float64)
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ r"""Partition priors over integer label vectors as PyMC distributions.
 Each prior is a :class:`pytensor.tensor.random.op.RandomVariable` subclass (so step methods
 recognise it by its op) plus a :class:`pymc.Discrete` subclass with ``logp`` written in
 PyTensor (differentiable in the continuous parameters, so NUTS can sample them) and an exact
-``rng_fn`` from :mod:`pymc_crp.partition_math`.
+``rng_fn`` from :mod:`pymc_crp.core.partition_math`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorConstant, TensorVariable
 
-from pymc_crp.partition_math import (
+from pymc_crp.core.partition_math import (
     check_crp_parameters,
     check_dirichlet_multinomial_parameters,
     check_n_slots,
@@ -30,7 +30,7 @@ from pymc_crp.partition_math import (
     sample_dirichlet_multinomial_labels,
     validate_labels,
 )
-from pymc_crp.registry import register_model
+from pymc_crp.roles import register_model
 
 __all__ = ["CRP", "CRPRV", "DirichletMultinomialPartition", "DirichletMultinomialPartitionRV"]
 
@@ -157,7 +157,7 @@ def _log_truncation_mass(theta, d, n: int, n_slots: int) -> TensorVariable:
     r"""``log P(K_n <= L | θ, d)`` as a graph differentiable in ``θ`` and ``d``.
 
     ``logsumexp_{k=1..L} [Σ_{i<k} log(θ + i d) + log W(n, k; d)] + log Γ(θ+1) - log Γ(θ+n)``
-    (:func:`pymc_crp.partition_math.log_prob_at_most_blocks`). ``W`` is a constant table when
+    (:func:`pymc_crp.core.partition_math.log_prob_at_most_blocks`). ``W`` is a constant table when
     ``d`` is constant, else the recursion ``W(m+1, k) = W(m, k-1) + (m - k d) W(m, k)`` runs
     as a scan over ``m``.
     """

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
+from pymc_crp.core.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
 
 __all__ = ["categorical_collapsed_sweep", "category_counts", "dirichlet_sample_posterior"]
 

@@ -46,7 +46,6 @@ __all__ = [
     "InverseWishart",
     "InverseWishartRV",
     "UNROLL_MAX_DIM",
-    "inverse_wishart_logpdf_numpy",
     "mvnormal_logpdf",
     "sample_inverse_wishart",
     "static_dim",
@@ -248,28 +247,6 @@ def sample_inverse_wishart(rng: np.random.Generator, nu, scale, size=None) -> np
     return 0.5 * (sigma + np.swapaxes(sigma, -1, -2))
 
 
-def inverse_wishart_logpdf_numpy(sigma, nu, scale) -> np.ndarray:
-    """``log IW(Σ; ν, Ω)`` in NumPy, batched (reference for tests and diagnostics)."""
-    from scipy.special import multigammaln
-
-    sigma = np.asarray(sigma, dtype=np.float64)
-    scale = np.asarray(scale, dtype=np.float64)
-    nu = np.asarray(nu, dtype=np.float64)
-    d = sigma.shape[-1]
-    _, logdet_s = np.linalg.slogdet(sigma)
-    _, logdet_o = np.linalg.slogdet(scale)
-    solved = np.linalg.solve(sigma, np.broadcast_to(scale, sigma.shape))
-    trace = np.trace(solved, axis1=-2, axis2=-1)
-    mvg = np.vectorize(lambda a: multigammaln(a, d))(nu / 2.0)
-    return (
-        nu / 2.0 * logdet_o
-        - nu * d / 2.0 * math.log(2.0)
-        - mvg
-        - (nu + d + 1.0) / 2.0 * logdet_s
-        - 0.5 * trace
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # Transform: Σ = L Lᵀ  <->  packed lower triangle of L with log diagonal
 # --------------------------------------------------------------------------------------------
@@ -358,13 +335,6 @@ class CholeskyLogDiagTransform(Transform):
         packed = chol[..., self.rows, self.cols]
         packed[..., self.is_diag] = np.log(packed[..., self.is_diag])
         return packed
-
-    def backward_numpy(self, value: np.ndarray) -> np.ndarray:
-        value = np.asarray(value, dtype=np.float64)
-        lower = np.zeros((*value.shape[:-1], self.d, self.d))
-        entries = np.where(self.is_diag, np.exp(value), value)
-        lower[..., self.rows, self.cols] = entries
-        return lower @ np.swapaxes(lower, -1, -2)
 
     def __eq__(self, other):
         return isinstance(other, CholeskyLogDiagTransform) and other.d == self.d

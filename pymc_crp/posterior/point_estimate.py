@@ -57,7 +57,7 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
-from pymc_crp.diagnostics import canonical_draws, label_draws
+from pymc_crp.posterior.draws import canonical_draws, label_draws
 
 __all__ = ["LOSSES", "expected_loss", "point_estimate_partition"]
 

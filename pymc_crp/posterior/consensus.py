@@ -1,6 +1,7 @@
 r"""Consensus partial orders: posterior relation probabilities and thresholded orders.
 
-In the HPO model (DESIGN.md section 5) the utilities ``η`` of a cluster define the partial
+In the HPO model (docs/mathematics.md, *Partial orders*) the utilities ``η`` of a cluster
+define the partial
 order ``j ≻ j'`` iff ``η_{jk} > η_{j'k}`` for every dimension ``k``. Over posterior draws
 ``η^(1..S)`` the posterior probability of each relation is estimated by
 
@@ -36,9 +37,9 @@ from numbers import Real
 import arviz as az
 import numpy as np
 
-from pymc_crp.diagnostics import canonical_draws, label_draws
-from pymc_crp.point_estimate import point_estimate_partition
-from pymc_crp.posets import partial_order_from_utilities
+from pymc_crp.core.posets import partial_order_from_utilities
+from pymc_crp.posterior.draws import canonical_draws, label_draws
+from pymc_crp.posterior.point_estimate import point_estimate_partition
 
 __all__ = ["ConsensusOrder", "consensus_order", "relation_probabilities", "threshold_order"]
 

@@ -1,8 +1,8 @@
 r"""Numeric core of the partition priors: probabilities, conditional weights and exact samplers.
 
 Pure functions over NumPy arrays (numba-compiled where they sit on a hot path); nothing here
-imports PyMC. The PyMC distributions in :mod:`pymc_crp.partitions` and the label step in
-:mod:`pymc_crp.step_methods.crp_gibbs` wrap these.
+imports PyMC. The PyMC distributions in :mod:`pymc_crp.distributions.partitions` and the
+label step in :mod:`pymc_crp.step_methods.crp_gibbs` wrap these.
 
 A partition of ``N`` observations is stored as integer labels ``c`` in ``0..L-1`` where ``L`` is
 the number of parameter slots. With ``K`` occupied slots of sizes ``n_1..n_K``:

@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import draw_weighted
+from pymc_crp.core.partition_math import draw_weighted
 
 __all__ = ["SweepState", "aux_label_sweep"]
 

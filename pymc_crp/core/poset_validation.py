@@ -1,8 +1,8 @@
-"""Input validation for :mod:`pymc_crp.posets` (and its callers), plus the closure.
+"""Input validation for :mod:`pymc_crp.core.posets` (and its callers), plus the closure.
 
-Every public function of :mod:`pymc_crp.posets` checks its arguments with these helpers,
+Every public function of :mod:`pymc_crp.core.posets` checks its arguments with these helpers,
 which raise ``ValueError`` (``TypeError`` for a wrong generator type) naming the
-offending argument. All public names are re-exported by :mod:`pymc_crp.posets`.
+offending argument. All public names are re-exported by :mod:`pymc_crp.core.posets`.
 """
 
 from __future__ import annotations

@@ -35,8 +35,17 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
-from pymc_crp.hpo import EquicorrelatedNormalRV, equicorrelated_logpdf
-from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.utility_gibbs import (
+    equicorrelated_conditional,
+    interval_points,
+    sample_interval_mixture,
+)
+from pymc_crp.distributions.equicorrelated_normal import (
+    EquicorrelatedNormalRV,
+    equicorrelated_logpdf,
+)
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsRV
 from pymc_crp.step_methods.concentration import ConcentrationMetropolis
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -45,11 +54,6 @@ from pymc_crp.step_methods.model_graph import (
     get_role,
     prior_draw_function,
     term_logps,
-)
-from pymc_crp.utility_gibbs import (
-    equicorrelated_conditional,
-    interval_points,
-    sample_interval_mixture,
 )
 
 __all__ = ["HyperparameterMetropolis", "UtilityMetropolis"]
@@ -149,7 +153,7 @@ class UtilityMetropolis(BlockedStep):
         Initial pCN step ``β`` in ``(0, 1]``.
     coordinate_items : int, default 0
         Items per occupied slot (chosen at random each step; ``-1``: all) whose ``K``
-        utilities get the exact coordinate Gibbs draw of :mod:`pymc_crp.utility_gibbs`: a
+        utilities get the exact coordinate Gibbs draw of :mod:`pymc_crp.core.utility_gibbs`: a
         mixture of truncated normals over the intervals between the other items' values,
         weighted by the likelihood of the slot's lists under each interval's order. Needs an
         :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
@@ -364,7 +368,7 @@ class UtilityMetropolis(BlockedStep):
         return point, [stats]
 
     def _coordinate_draw(self, utilities, index, item, k, mean, rho, scale, states, slot_rows):
-        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.utility_gibbs`);
+        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.core.utility_gibbs`);
         updates the cached orders and log-likelihoods of the slot's lists."""
         slot_u = utilities[index]
         others = np.delete(slot_u[:, k], item)

@@ -6,7 +6,7 @@ from its slot and given a new label drawn from
 
 .. math:: P(c_i = j \mid c_{-i}, φ, y) \propto w_j(c_{-i})\, \exp(ℓ[i, j]),
 
-where ``w_j`` are the prior's conditional weights (:func:`pymc_crp.partition_math.
+where ``w_j`` are the prior's conditional weights (:func:`pymc_crp.core.partition_math.
 conditional_slot_weights`): ``n_j - d`` for an occupied slot and ``(θ + dK)/(L - K)`` for an
 empty one (CRP), or ``n_a + γ/A`` (Dirichlet--multinomial). This is an exact Gibbs update of
 the joint ``(c, φ)``; nothing is accepted or rejected. The cost is ``O(N L)`` per sweep:
@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_crp.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
+from pymc_crp.core.partition_math import CRP_PRIOR, conditional_slot_weights, draw_weighted
 
 __all__ = ["full_conditionals", "gibbs_label_sweep", "likelihood_weights"]
 
@@ -124,7 +124,7 @@ def full_conditionals(
     .. math:: P(c_i = j \mid c_{-i}, φ, y) = \frac{w_j(c_{-i})\, E[i, j]}
         {\sum_{j'} w_{j'}(c_{-i})\, E[i, j']}
 
-    with the prior weights of :func:`pymc_crp.partition_math.conditional_slot_weights` and
+    with the prior weights of :func:`pymc_crp.core.partition_math.conditional_slot_weights` and
     ``E`` from :func:`likelihood_weights`. Evaluated at the end of a sweep, these are the
     conditionals of the draw that is stored, so their average over draws is an unbiased
     (Rao--Blackwellised) estimate of the membership probabilities, also after relabelling

@@ -19,16 +19,12 @@ from matplotlib.ticker import MaxNLocator
 from scipy.cluster.hierarchy import leaves_list, linkage
 from scipy.spatial.distance import squareform
 
-from pymc_crp.consensus import threshold_order
-from pymc_crp.diagnostics import (
-    DEFAULT_MAX_MEMORY_BYTES,
-    canonical_draws,
-    label_draws,
-    posterior_similarity,
-)
-from pymc_crp.point_estimate import point_estimate_partition
-from pymc_crp.posets import transitive_reduction, validate_partial_order
-from pymc_crp.relabel import membership_probabilities
+from pymc_crp.core.posets import transitive_reduction, validate_partial_order
+from pymc_crp.posterior.consensus import threshold_order
+from pymc_crp.posterior.diagnostics import DEFAULT_MAX_MEMORY_BYTES, posterior_similarity
+from pymc_crp.posterior.draws import canonical_draws, label_draws
+from pymc_crp.posterior.point_estimate import point_estimate_partition
+from pymc_crp.posterior.relabel import membership_probabilities
 
 __all__ = ["plot_membership", "plot_n_clusters", "plot_partial_order", "plot_similarity"]
 
@@ -308,7 +304,7 @@ def plot_partial_order(
     adj_or_probs : array_like (M, M)
         A boolean partial order (``adj[i, j]`` True iff ``i ≻ j``; closed or not) or relation
         probabilities (floats), turned into an order by
-        :func:`pymc_crp.consensus.threshold_order` at ``threshold``.
+        :func:`pymc_crp.posterior.consensus.threshold_order` at ``threshold``.
     labels : sequence of str, optional
         Item names (default ``0..M-1``).
     threshold : float, default 0.5
