@@ -155,7 +155,7 @@ def _utility_words(eta, dual):  # pragma: no cover - compiled
 
 
 def utility_relation_words(eta, dual: bool = False) -> np.ndarray:
-    """``relation_words(dominance_orders(eta), dual)`` without the boolean matrices.
+    """``relation_words(partial_order_from_utilities(eta), dual)`` without the boolean matrices.
 
     ``eta`` is ``(L, M, K)`` float (``M <= 128``); item ``y`` is above ``x`` in order ``a``
     iff ``eta[a, y, k] > eta[a, x, k]`` for every ``k``. Returns uint64 ``(L, 4, M)``.

@@ -33,7 +33,6 @@ __all__ = [
     "ListLikelihoodCache",
     "ListSet",
     "decode_lists",
-    "dominance_orders",
     "encode_lists",
     "list_likelihood_cache",
     "order_words",
@@ -57,12 +56,6 @@ def encode_lists(lists, n_items: int, name: str = "lists") -> np.ndarray:
 def decode_lists(padded) -> list[list[int]]:
     """Padded lists back to Python lists (dropping the ``-1`` padding)."""
     return [[int(x) for x in row if x >= 0] for row in np.asarray(padded)]
-
-
-def dominance_orders(eta: np.ndarray) -> np.ndarray:
-    """``closed[a, i, j] = all_k eta[a, i, k] > eta[a, j, k]`` (transitively closed)."""
-    eta = np.asarray(eta, dtype=np.float64)
-    return np.all(eta[..., :, None, :] > eta[..., None, :, :], axis=-1)
 
 
 def _item_sets(padded: np.ndarray) -> np.ndarray:

@@ -30,18 +30,18 @@ Finite Dirichlet--multinomial prior (``A`` groups, total mass ``γ``, weights in
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import numpy as np
 from numba import njit
 from scipy.special import gammaln
+
+from pymc_crp.core.checks import positive_int
 
 __all__ = [
     "CRP_PRIOR",
     "DIRICHLET_MULTINOMIAL_PRIOR",
     "check_crp_parameters",
     "check_dirichlet_multinomial_parameters",
-    "check_n_slots",
     "conditional_slot_weights",
     "crp_conditional_weights",
     "crp_label_log_prob",
@@ -52,6 +52,7 @@ __all__ = [
     "log_block_count_weights",
     "log_eppf",
     "log_prob_at_most_blocks",
+    "first_appearance",
     "relabel_by_appearance",
     "sample_crp_labels",
     "sample_dirichlet_multinomial_labels",
@@ -68,15 +69,6 @@ DIRICHLET_MULTINOMIAL_PRIOR = 1
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
-def check_n_slots(value, name: str) -> int:
-    """Return ``value`` as a positive Python int or raise naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value}")
-    return int(value)
-
-
 def _finite_array(value, name: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if not np.all(np.isfinite(arr)):
@@ -227,7 +219,7 @@ def crp_label_log_prob(labels, concentration: float, discount: float, max_cluste
 
     (the last term, zero for ``L >= N``, normalises the truncated prior).
     """
-    n_slots = check_n_slots(max_clusters, "max_clusters")
+    n_slots = positive_int(max_clusters, "max_clusters")
     labels = validate_labels(labels, n_slots)
     counts = slot_counts(labels, n_slots)
     n_blocks = int(np.count_nonzero(counts))
@@ -246,7 +238,7 @@ def dirichlet_multinomial_label_log_prob(labels, gamma: float, n_groups: int) ->
 
         \log p(c \mid γ) = \log Γ(γ) - A \log Γ(γ/A) + \sum_a \log Γ(N_a + γ/A) - \log Γ(N + γ)
     """
-    n_slots = check_n_slots(n_groups, "n_groups")
+    n_slots = positive_int(n_groups, "n_groups")
     check_dirichlet_multinomial_parameters(gamma)
     labels = validate_labels(labels, n_slots)
     counts = slot_counts(labels, n_slots).astype(float)
@@ -444,7 +436,7 @@ def sample_crp_labels(
     of :class:`pymc_crp.CRP`). Use :func:`relabel_by_appearance` for canonical labels.
     """
     check_crp_parameters(concentration, discount)
-    n_slots = check_n_slots(max_clusters, "max_clusters")
+    n_slots = positive_int(max_clusters, "max_clusters")
     n = int(n)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -490,7 +482,7 @@ def sample_dirichlet_multinomial_labels(
     and avoids the underflow of Dirichlet draws with small ``γ/A``.
     """
     check_dirichlet_multinomial_parameters(gamma)
-    n_slots = check_n_slots(n_groups, "n_groups")
+    n_slots = positive_int(n_groups, "n_groups")
     return _polya_urn(rng.random(int(n)), n_slots, float(gamma) / n_slots)
 
 
@@ -531,11 +523,43 @@ def relabel_by_appearance(labels) -> np.ndarray:
     arr = arr.astype(np.int64)
     if arr.size == 0:
         return arr
-    flat = arr.reshape(-1, arr.shape[-1])
-    out = np.empty_like(flat)
-    for r, row in enumerate(flat):
-        uniq, first, inverse = np.unique(row, return_index=True, return_inverse=True)
-        rank = np.empty(uniq.size, dtype=np.int64)
-        rank[np.argsort(first)] = np.arange(uniq.size)
-        out[r] = rank[inverse.ravel()]
-    return out.reshape(arr.shape)
+    labels, _ = first_appearance(arr.reshape(-1, arr.shape[-1]))
+    return labels.astype(np.int64).reshape(arr.shape)
+
+
+@njit(cache=True, nogil=True)
+def _first_appearance_kernel(labels, n_values):  # pragma: no cover - compiled
+    n_rows, n = labels.shape
+    out = np.empty((n_rows, n), np.int32)
+    n_blocks = np.empty(n_rows, np.int64)
+    mapping = np.full(n_values, -1, np.int64)
+    for s in range(n_rows):
+        k = 0
+        for i in range(n):
+            v = labels[s, i]
+            if mapping[v] < 0:
+                mapping[v] = k
+                k += 1
+            out[s, i] = mapping[v]
+        n_blocks[s] = k
+        for i in range(n):
+            mapping[labels[s, i]] = -1
+    return out, n_blocks
+
+
+def first_appearance(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of integer labels renumbered ``0..K_s-1`` in order of first appearance.
+
+    ``labels`` is an integer array ``(S, N)`` (any values: they are only names of blocks).
+    Returns ``(canonical, n_blocks)``: ``int32`` labels of the same shape, equal rows for
+    equal partitions, and the number of blocks ``K_s`` of each row. No validation: see
+    :func:`relabel_by_appearance` and :func:`pymc_crp.posterior.draws.canonical_draws`.
+    """
+    arr = np.asarray(labels, dtype=np.int64)
+    if arr.size == 0:
+        return arr.astype(np.int32), np.zeros(arr.shape[0], dtype=np.int64)
+    top = int(arr.max())
+    if arr.min() < 0 or top > 4 * arr.shape[1] + 64:  # negative or sparse names: compact
+        arr = np.unique(arr, return_inverse=True)[1].reshape(arr.shape)
+        top = int(arr.max())
+    return _first_appearance_kernel(np.ascontiguousarray(arr, dtype=np.int64), top + 1)

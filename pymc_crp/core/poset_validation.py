@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pymc_crp.core.checks import positive_int
+
 _DIRECTIONS = ("top-down", "bottom-up")
 
 
@@ -243,10 +245,7 @@ def transitive_closure(adj, name: str = "adj") -> np.ndarray:
 
 
 def _check_max_states(max_states) -> int:
-    if isinstance(max_states, bool) or not isinstance(max_states, numbers.Integral):
-        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
-    if max_states < 1:
-        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+    positive_int(max_states, "max_states", type_error=ValueError)
     return int(max_states)
 
 

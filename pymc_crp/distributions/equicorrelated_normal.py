@@ -15,14 +15,20 @@ stay accurate as ``ρ → 1`` (where a Cholesky factorisation fails).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pytensor.tensor.random.op import RandomVariable
 
+from pymc_crp.distributions.params import RVParams, constant_value
+
 __all__ = [
     "EquicorrelatedNormal",
+    "EquicorrelatedNormalParams",
     "EquicorrelatedNormalRV",
     "gumbel_utilities",
     "equicorrelated_logpdf",
@@ -66,6 +72,17 @@ class EquicorrelatedNormalRV(RandomVariable):
 equicorrelated_normal = EquicorrelatedNormalRV()
 
 
+@dataclass(frozen=True)
+class EquicorrelatedNormalParams(RVParams):
+    """The parameters of an :class:`EquicorrelatedNormal` variable: ``mu``, ``rho``, ``scale``."""
+
+    op_type: ClassVar[type] = EquicorrelatedNormalRV
+
+    mu: Any
+    rho: Any
+    scale: Any
+
+
 def equicorrelated_logpdf(value, mu, rho, scale):
     r"""Log-density over the last axis (works on NumPy arrays and PyTensor tensors).
 
@@ -86,13 +103,9 @@ def equicorrelated_logpdf(value, mu, rho, scale):
 
 
 def _constant(x):
-    """The value of ``x`` if it is a NumPy/Python constant or a PyTensor constant, else None."""
-    if isinstance(x, pt.TensorConstant):
-        return np.asarray(x.data)
-    if isinstance(x, pt.TensorVariable) or hasattr(x, "owner"):
-        return None
+    """The value of ``x`` if it is known when the model is built (:func:`constant_value`)."""
     try:
-        return np.asarray(x, dtype=float)
+        return constant_value(x, float)
     except (TypeError, ValueError):
         raise TypeError(f"expected a number or an array of numbers, got {x!r}") from None
 

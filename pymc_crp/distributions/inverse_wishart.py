@@ -35,11 +35,10 @@ from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.distributions.transforms import _default_transform
 from pymc.logprob.transforms import Transform
-from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.variable import TensorConstant
+
+from pymc_crp.distributions.params import constant_value
 
 __all__ = [
     "CholeskyLogDiagTransform",
@@ -140,7 +139,7 @@ def _logdet_and_trace_inv(sigma, scale, d: int):
     if d <= UNROLL_MAX_DIM:
         chol_s, ok_s = _unrolled_cholesky(sigma, d)
         logdet_s = 2.0 * sum(pt.log(chol_s[j][j]) for j in range(d))
-        scale_value = _constant_value(scale)
+        scale_value = _known_value(scale)
         if scale_value is not None:  # a constant scale: its terms in NumPy (no constant folding)
             sign, logdet = np.linalg.slogdet(scale_value)
             ok_o = pt.as_tensor(np.all(sign > 0))
@@ -179,14 +178,9 @@ def _logdet_and_trace_inv(sigma, scale, d: int):
     return logdet_s, logdet_o, trace, ok
 
 
-def _constant_value(x) -> np.ndarray | None:
+def _known_value(x) -> np.ndarray | None:
     """The value of ``x`` as a float64 array if it depends on no input, else ``None``."""
-    x = _strip_broadcast(pt.as_tensor_variable(x))
-    if isinstance(x, TensorConstant):
-        return np.asarray(x.data, dtype=np.float64)
-    if any(v.owner is None and not isinstance(v, Constant) for v in ancestors([x])):
-        return None
-    return np.asarray(x.eval(), dtype=np.float64)
+    return constant_value(_strip_broadcast(pt.as_tensor_variable(x)), np.float64, fold=True)
 
 
 def _strip_broadcast(x):
@@ -406,7 +400,7 @@ class InverseWishart(Continuous):
         d = static_dim(scale, "scale")
         if scale.type.shape[-2] not in (None, d):
             raise ValueError(f"scale must be a square (..., D, D) matrix, got {scale.type.shape}")
-        nu_value, scale_value = _constant_value(nu), _constant_value(scale)
+        nu_value, scale_value = _known_value(nu), _known_value(scale)
         if nu_value is not None:
             if not np.all(np.isfinite(nu_value)):
                 raise ValueError("nu must be finite")

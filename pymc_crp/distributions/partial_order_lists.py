@@ -18,6 +18,9 @@ so PyMC never assigns NUTS to them; the gradient with respect to ``p`` is provid
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -31,15 +34,20 @@ from pytensor.tensor.random.op import RandomVariable
 
 from pymc_crp.core.lists import (
     _item_sets,
-    dominance_orders,
     encode_lists,
     list_likelihood_cache,
     order_words,
 )
-from pymc_crp.core.posets import DEFAULT_MAX_STATES, sample_list
+from pymc_crp.core.posets import DEFAULT_MAX_STATES, partial_order_from_utilities, sample_list
+from pymc_crp.distributions.params import RVParams
 from pymc_crp.roles import register_model
 
-__all__ = ["PartialOrderLists", "PartialOrderListsLogLikelihood", "PartialOrderListsRV"]
+__all__ = [
+    "PartialOrderLists",
+    "PartialOrderListsLogLikelihood",
+    "PartialOrderListsParams",
+    "PartialOrderListsRV",
+]
 
 DIRECTIONS = ("top-down", "bottom-up")
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -162,13 +170,28 @@ class PartialOrderListsRV(RandomVariable):
     def rng_fn(self, rng, utilities, labels, p, item_sets, top_down, size):
         if size is not None and tuple(size) not in ((), tuple(item_sets.shape)):
             raise NotImplementedError("PartialOrderLists does not support batched draws")
-        closed = dominance_orders(utilities)
+        closed = partial_order_from_utilities(utilities)
         direction = "top-down" if top_down else "bottom-up"
         out = np.full(item_sets.shape, -1, dtype=np.int64)
         for i, row in enumerate(item_sets):
             items = row[row >= 0]
             out[i, : items.size] = sample_list(closed[labels[i]], items, p, rng, direction)
         return out
+
+
+@dataclass(frozen=True)
+class PartialOrderListsParams(RVParams):
+    """The parameters of a :class:`PartialOrderLists` variable: slot ``utilities`` ``(L, M,
+    K)``, the ``labels`` of the lists, the error probability ``noise`` (``p``), the padded
+    ``item_sets`` and the direction flag ``top_down``."""
+
+    op_type: ClassVar[type] = PartialOrderListsRV
+
+    utilities: Any
+    labels: Any
+    noise: Any
+    item_sets: Any
+    top_down: Any
 
 
 class PartialOrderLists(Discrete):

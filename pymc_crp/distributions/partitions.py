@@ -8,6 +8,9 @@ PyTensor (differentiable in the continuous parameters, so NUTS can sample them) 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 import numpy as np
 import pymc as pm
 import pytensor
@@ -19,48 +22,48 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.tensor.basic import get_underlying_scalar_constant_value
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
-from pytensor.tensor.variable import TensorConstant, TensorVariable
+from pytensor.tensor.variable import TensorVariable
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.core.partition_math import (
+    CRP_PRIOR,
+    DIRICHLET_MULTINOMIAL_PRIOR,
     check_crp_parameters,
     check_dirichlet_multinomial_parameters,
-    check_n_slots,
     log_block_count_weights,
     sample_crp_labels,
     sample_dirichlet_multinomial_labels,
     validate_labels,
 )
+from pymc_crp.distributions.params import RVParams, constant_value
 from pymc_crp.roles import register_model
 
-__all__ = ["CRP", "CRPRV", "DirichletMultinomialPartition", "DirichletMultinomialPartitionRV"]
-
-
-def _constant_value(x):
-    """The numeric value of ``x`` if it is known without evaluation, else ``None``."""
-    if isinstance(x, TensorConstant):
-        return x.data
-    if isinstance(x, TensorVariable):
-        return None
-    if hasattr(x, "eval") or hasattr(x, "owner"):
-        return None
-    return np.asarray(x)
+__all__ = [
+    "CRP",
+    "CRPRV",
+    "CRPParams",
+    "DirichletMultinomialPartition",
+    "DirichletMultinomialPartitionParams",
+    "DirichletMultinomialPartitionRV",
+    "partition_params",
+]
 
 
 def _as_float(x) -> TensorVariable:
     """``x`` as a floatX tensor (PyTensor makes float32 constants of floats like ``1.0``)."""
-    if _constant_value(x) is not None:
-        return pt.as_tensor_variable(np.asarray(_constant_value(x), dtype=pytensor.config.floatX))
+    if constant_value(x) is not None:
+        return pt.as_tensor_variable(np.asarray(constant_value(x), dtype=pytensor.config.floatX))
     x = pt.as_tensor_variable(x)
     return x if x.dtype == pytensor.config.floatX else pt.cast(x, pytensor.config.floatX)
 
 
 def _static_int(x, name: str) -> int:
-    value = _constant_value(x)
+    value = constant_value(x)
     if value is None:
         raise TypeError(f"{name} must be a Python integer (the number of slots is structural)")
     if np.ndim(value) != 0:
         raise ValueError(f"{name} must be a scalar integer, got shape {np.shape(value)}")
-    return check_n_slots(value.item() if hasattr(value, "item") else value, name)
+    return positive_int(value.item() if hasattr(value, "item") else value, name)
 
 
 def _infer_n(n, kwargs, name_of_prior: str) -> int:
@@ -79,8 +82,8 @@ def _infer_n(n, kwargs, name_of_prior: str) -> int:
         else:
             raise TypeError(f"{name_of_prior} needs n, the number of labels (observations)")
     n = _static_int(n, "n")
-    if observed is not None and _constant_value(observed) is not None:
-        obs_shape = np.shape(_constant_value(observed))
+    if observed is not None and constant_value(observed) is not None:
+        obs_shape = np.shape(constant_value(observed))
         if len(obs_shape) == 0 or obs_shape[-1] != n:
             raise ValueError(
                 f"observed must hold label vectors of length n={n}, got shape {obs_shape}"
@@ -114,7 +117,7 @@ def _validate_observed(kwargs, n_slots: int, name: str) -> None:
     observed = kwargs.get("observed")
     if observed is None:
         return
-    value = _constant_value(observed)
+    value = constant_value(observed)
     if value is None and isinstance(observed, SharedVariable):
         value = observed.get_value()
     if value is not None:
@@ -161,7 +164,7 @@ def _log_truncation_mass(theta, d, n: int, n_slots: int) -> TensorVariable:
     ``d`` is constant, else the recursion ``W(m+1, k) = W(m, k-1) + (m - k d) W(m, k)`` runs
     as a scan over ``m``.
     """
-    d_value = _constant_value(d)
+    d_value = constant_value(d)
     k = np.arange(1, n_slots + 1)
     if d_value is not None and np.ndim(d_value) == 0:
         log_w = pt.as_tensor_variable(log_block_count_weights(n, n_slots, float(d_value)))
@@ -220,6 +223,30 @@ class CRPRV(RandomVariable):
 
 
 crp = CRPRV()
+
+
+@dataclass(frozen=True)
+class CRPParams(RVParams):
+    """The parameters of a :class:`CRP` variable: ``concentration`` ``θ``, ``discount`` ``d``,
+    the number of slots ``max_clusters`` ``L`` and of observations ``n``."""
+
+    op_type: ClassVar[type] = CRPRV
+    prior_code: ClassVar[int] = CRP_PRIOR
+
+    concentration: Any
+    discount: Any
+    max_clusters: Any
+    n: Any
+
+    @property
+    def n_slots(self):
+        """The number of slots ``L`` (``max_clusters``)."""
+        return self.max_clusters
+
+    @property
+    def kernel_params(self) -> tuple:
+        """``(a, b)`` of the label kernels of :mod:`pymc_crp.core.partition_math`: ``(θ, d)``."""
+        return self.concentration, self.discount
 
 
 class CRP(Discrete):
@@ -282,7 +309,7 @@ class CRP(Discrete):
     def dist(cls, concentration, discount=0.0, *, max_clusters, n=None, **kwargs):
         n = _infer_n(n, kwargs, "CRP")
         n_slots = _static_int(max_clusters, "max_clusters")
-        theta_value, d_value = _constant_value(concentration), _constant_value(discount)
+        theta_value, d_value = constant_value(concentration), constant_value(discount)
         if d_value is not None:
             d_arr = np.asarray(d_value, dtype=float)
             if not np.all(np.isfinite(d_arr)) or np.any((d_arr < 0) | (d_arr >= 1)):
@@ -374,6 +401,36 @@ class DirichletMultinomialPartitionRV(RandomVariable):
 dirichlet_multinomial_partition = DirichletMultinomialPartitionRV()
 
 
+@dataclass(frozen=True)
+class DirichletMultinomialPartitionParams(RVParams):
+    """The parameters of a :class:`DirichletMultinomialPartition` variable: ``gamma`` ``γ``,
+    the number of groups ``n_groups`` ``A`` and of observations ``n``."""
+
+    op_type: ClassVar[type] = DirichletMultinomialPartitionRV
+    prior_code: ClassVar[int] = DIRICHLET_MULTINOMIAL_PRIOR
+
+    gamma: Any
+    n_groups: Any
+    n: Any
+
+    @property
+    def n_slots(self):
+        """The number of slots ``A`` (``n_groups``)."""
+        return self.n_groups
+
+    @property
+    def kernel_params(self) -> tuple:
+        """``(a, b)`` of the label kernels of :mod:`pymc_crp.core.partition_math`: ``(γ, 0)``."""
+        return self.gamma, pt.constant(0.0)
+
+
+def partition_params(rv) -> CRPParams | DirichletMultinomialPartitionParams:
+    """The named parameters of a partition-prior variable (``TypeError`` for other ones)."""
+    op = getattr(getattr(rv, "owner", None), "op", None)
+    record = CRPParams if isinstance(op, CRPRV) else DirichletMultinomialPartitionParams
+    return record.from_rv(rv)
+
+
 class DirichletMultinomialPartition(Discrete):
     r"""Finite Dirichlet--multinomial prior over label vectors (weights integrated out).
 
@@ -421,7 +478,7 @@ class DirichletMultinomialPartition(Discrete):
     def dist(cls, gamma, *, n_groups, n=None, **kwargs):
         n = _infer_n(n, kwargs, "DirichletMultinomialPartition")
         n_slots = _static_int(n_groups, "n_groups")
-        gamma_value = _constant_value(gamma)
+        gamma_value = constant_value(gamma)
         if gamma_value is not None:
             check_dirichlet_multinomial_parameters(gamma_value)
         return super().dist([_as_float(gamma), n_slots, n], **kwargs)

@@ -19,11 +19,12 @@ update of a Gamma concentration). The galaxy velocities of Roeder (1990) are
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 import pymc as pm
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.distributions.batched_mvnormal import BatchedMvNormal
 from pymc_crp.distributions.inverse_wishart import InverseWishart
 from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
@@ -120,14 +121,6 @@ def _as_measurement_cov(v, n: int, d: int) -> np.ndarray | None:
         + (" or (N,) variances" if d == 1 else "")
         + f", got shape {arr.shape}"
     )
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
-    return int(value)
 
 
 def _positive_float(value, name: str) -> float:
@@ -307,11 +300,11 @@ def measurement_error_mixture(
                 "n_components applies to partition='finite' or 'dirichlet-multinomial'; for the "
                 "CRP set max_clusters (the number of slots)"
             )
-        n_slots = _positive_int(max_clusters, "max_clusters")
+        n_slots = positive_int(max_clusters, "max_clusters")
     else:
         if n_components is None:
             raise ValueError(f"partition={partition!r} needs n_components (the number K)")
-        n_slots = _positive_int(n_components, "n_components")
+        n_slots = positive_int(n_components, "n_components")
     v = _as_measurement_cov(V, n, d)
     hyper = _resolve_prior(prior, y)
     collapsed = bool(collapse_theta) and v is not None

@@ -37,6 +37,7 @@ from numbers import Real
 import arviz as az
 import numpy as np
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.core.posets import partial_order_from_utilities
 from pymc_crp.posterior.draws import canonical_draws, label_draws
 from pymc_crp.posterior.point_estimate import point_estimate_partition
@@ -85,8 +86,7 @@ def relation_probabilities(utilities, transform: Callable | None = None, *, chun
     -------
     numpy.ndarray of float64, shape (M, M)
     """
-    if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    positive_int(chunk, "chunk", type_error=ValueError)
     u = np.asarray(utilities, dtype=np.float64)
     if u.ndim < 3:
         raise ValueError(f"utilities must have shape (S, M, K), got {u.shape}")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 import xarray as xr
-from numba import njit
+
+from pymc_crp.core.partition_math import first_appearance
 
 __all__ = ["canonical_draws", "integer_labels", "label_draws", "posterior_variable"]
 
@@ -84,26 +85,6 @@ def label_draws(data, var_name: str | None = None, *, name: str = "data", flatte
     return arr
 
 
-@njit(cache=True, nogil=True)
-def _canonicalise(labels, n_values):
-    n_rows, n = labels.shape
-    out = np.empty((n_rows, n), np.int32)
-    n_blocks = np.empty(n_rows, np.int64)
-    mapping = np.full(n_values, -1, np.int64)
-    for s in range(n_rows):
-        k = 0
-        for i in range(n):
-            v = labels[s, i]
-            if mapping[v] < 0:
-                mapping[v] = k
-                k += 1
-            out[s, i] = mapping[v]
-        n_blocks[s] = k
-        for i in range(n):
-            mapping[labels[s, i]] = -1
-    return out, n_blocks
-
-
 def canonical_draws(draws, name: str = "draws") -> tuple[np.ndarray, np.ndarray]:
     """Relabel each row ``0..K_s-1`` in order of first appearance.
 
@@ -113,11 +94,4 @@ def canonical_draws(draws, name: str = "draws") -> tuple[np.ndarray, np.ndarray]
     arr = integer_labels(np.asarray(draws), name)
     if arr.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (S, N), got shape {arr.shape}")
-    if arr.size == 0:
-        return arr.astype(np.int32), np.zeros(arr.shape[0], dtype=np.int64)
-    top = int(arr.max())
-    if top > 4 * arr.shape[1] + 64:  # sparse label values: compact them first
-        shape = arr.shape
-        arr = np.unique(arr, return_inverse=True)[1].reshape(shape)
-        top = int(arr.max())
-    return _canonicalise(np.ascontiguousarray(arr, dtype=np.int64), top + 1)
+    return first_appearance(arr)

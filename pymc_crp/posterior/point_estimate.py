@@ -57,6 +57,7 @@ from numbers import Integral
 import numpy as np
 from numba import njit
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.posterior.draws import canonical_draws, label_draws
 
 __all__ = ["LOSSES", "expected_loss", "point_estimate_partition"]
@@ -91,14 +92,6 @@ def _normaliser(kind: int, n: int) -> float:
     if kind == _VI:
         return float(n)
     return max(n * (n - 1) / 2.0, 1.0)
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
-        raise TypeError(f"{name} must be a positive integer, got {value!r}")
-    if int(value) < 1:
-        raise ValueError(f"{name} must be a positive integer (>= 1), got {value}")
-    return int(value)
 
 
 def _nonnegative_int(value, name: str) -> int:
@@ -517,12 +510,12 @@ def point_estimate_partition(
     if seed is not None:
         seed = _nonnegative_int(seed, "seed")
     n_runs = _nonnegative_int(n_runs, "n_runs")
-    max_sweeps = _positive_int(max_sweeps, "max_sweeps")
+    max_sweeps = positive_int(max_sweeps, "max_sweeps")
     max_zealous = _nonnegative_int(max_zealous, "max_zealous")
     draws = _Draws(label_draws(idata_or_draws, var_name, name="idata_or_draws"), kind)
     kmax = int(draws.n_blocks.max())
     if max_clusters is not None:
-        kmax = _positive_int(max_clusters, "max_clusters")
+        kmax = positive_int(max_clusters, "max_clusters")
     kmax = min(kmax, draws.n_items)
     need = 12 * draws.labels.shape[0] * int(draws.n_blocks.max()) * kmax
     if need > _MAX_SEARCH_BYTES:

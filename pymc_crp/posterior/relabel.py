@@ -31,13 +31,13 @@ solution to the label switching problem in Bayesian analysis of mixtures of dist
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from numbers import Integral
 
 import arviz as az
 import numpy as np
 import xarray as xr
 from scipy.optimize import linear_sum_assignment
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.posterior.draws import label_draws, posterior_variable
 from pymc_crp.posterior.point_estimate import point_estimate_partition
 
@@ -81,8 +81,7 @@ def ecr_permutations(labels, pivot, n_slots: int) -> np.ndarray:
 
 
 def _check_max_iter(max_iter) -> None:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, Integral) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
+    positive_int(max_iter, "max_iter", type_error=ValueError)
 
 
 def stephens_permutations(probs, init=None, *, max_iter: int = 100, chunk: int = 256):
@@ -106,8 +105,7 @@ def stephens_permutations(probs, init=None, *, max_iter: int = 100, chunk: int =
         Iterations until no permutation changed (``max_iter`` if not converged).
     """
     _check_max_iter(max_iter)
-    if isinstance(chunk, bool) or not isinstance(chunk, Integral) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    positive_int(chunk, "chunk", type_error=ValueError)
     p = np.asarray(probs, dtype=np.float64)
     if p.ndim != 3:
         raise ValueError(f"probs must have shape (S, N, L), got {p.shape}")
@@ -182,8 +180,7 @@ def _permute_axis(values: np.ndarray, inv: np.ndarray, axis: int) -> np.ndarray:
 
 def _infer_n_slots(idata, z, params, n_slots, membership_var) -> int:
     if n_slots is not None:
-        if isinstance(n_slots, bool) or not isinstance(n_slots, Integral) or n_slots < 1:
-            raise ValueError(f"n_slots must be a positive integer, got {n_slots!r}")
+        positive_int(n_slots, "n_slots", type_error=ValueError)
         return int(n_slots)
     member = _membership_stat(idata, membership_var, None, n_items=z.shape[-1])
     if member is not None:

@@ -37,6 +37,7 @@ from pymc_crp.core.categorical_math import (
     category_counts,
     dirichlet_sample_posterior,
 )
+from pymc_crp.core.checks import positive_int
 from pymc_crp.core.conjugate_math import (
     DIRICHLET_CATEGORICAL,
     MVN_MEAN,
@@ -46,12 +47,11 @@ from pymc_crp.core.conjugate_math import (
     slot_statistics,
 )
 from pymc_crp.core.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
-from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 from pymc_crp.core.split_merge import split_merge_moves
-from pymc_crp.distributions.partitions import CRPRV
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.model_graph import (
+    compile_partition_prior,
     compile_point_function,
     dependent_terms,
     find_model,
@@ -194,8 +194,7 @@ class ConjugateCRPGibbs(BlockedStep):
         split_merge: int = 20,
     ):
         model = modelcontext(model)
-        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        positive_int(sweeps, "sweeps", type_error=ValueError)
         self.sweeps = int(sweeps)
         if isinstance(split_merge, bool) or not isinstance(split_merge, int | np.integer):
             raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
@@ -294,16 +293,8 @@ class ConjugateCRPGibbs(BlockedStep):
     # Construction helpers
     # ------------------------------------------------------------------------------------
     def _setup_prior(self, model, labels, compile_kwargs):
-        _, _, *params = labels.owner.inputs
-        if isinstance(labels.owner.op, CRPRV):
-            self._prior_code, prior_params = CRP_PRIOR, params[:2]
-        else:
-            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
-            prior_params = [params[0], pt.constant(0.0)]
-        self._prior_params_fn = compile_point_function(
-            model,
-            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
-            compile_kwargs,
+        self._prior_code, self._prior_params_fn = compile_partition_prior(
+            model, labels, compile_kwargs
         )
 
     def _compile_slot(self, model, slot, labels_value, compile_kwargs):

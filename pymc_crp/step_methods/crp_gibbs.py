@@ -31,8 +31,7 @@ from rich.progress import TextColumn
 from rich.table import Column
 
 from pymc_crp.core.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
-from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-from pymc_crp.distributions.partitions import CRPRV
+from pymc_crp.distributions.partitions import partition_params
 from pymc_crp.step_methods.label_terms import (
     LabelProbe,
     check_label_locality,
@@ -42,6 +41,7 @@ from pymc_crp.step_methods.label_terms import (
     row_local_slot_params,
 )
 from pymc_crp.step_methods.model_graph import (
+    compile_partition_prior,
     compile_point_function,
     dependent_terms,
     is_partition_rv,
@@ -158,20 +158,11 @@ class CRPGibbs(BlockedStep):
         self._warned = False
 
         # Prior and its parameters (graphs of the other variables' values).
-        _, _, *params = label_rv.owner.inputs
-        if isinstance(label_rv.owner.op, CRPRV):
-            self._prior_code = CRP_PRIOR
-            prior_params = params[:2]
-            n_slots_graph = params[2]
-        else:
-            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
-            prior_params = [params[0], pt.constant(0.0)]
-            n_slots_graph = params[1]
-        self.n_slots = int(pt.get_underlying_scalar_constant_value(n_slots_graph))
-        self._prior_params_fn = compile_point_function(
-            model,
-            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
-            compile_kwargs,
+        self.n_slots = int(
+            pt.get_underlying_scalar_constant_value(partition_params(label_rv).n_slots)
+        )
+        self._prior_code, self._prior_params_fn = compile_partition_prior(
+            model, label_rv, compile_kwargs
         )
 
         # Terms whose density depends on the labels, summed per observation.

@@ -35,9 +35,9 @@ fixed, ``U'^{(a)} = τ'U0 + r(U^{(a)} - τU0)`` with ``r = \sqrt{(1-τ'^2)/(1-τ
 Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
 the non-centred one; both leave the posterior invariant, and together they mix whether the
 data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
-and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning (the
-centred one every ``tune_interval`` steps as in :class:`ConcentrationMetropolis`, the
-non-centred one by a Robbins--Monro step on its logarithm after every step).
+and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning, each by
+the Robbins--Monro schedule of :class:`~pymc_crp.step_methods.metropolis.ScaleTuner`, and
+both moves decide with :func:`~pymc_crp.step_methods.metropolis.accept`.
 
 Proposals with ``ρ`` (``τ``) rounding to 0 or 1 are rejected in both directions, so the
 target is the posterior restricted to the representable open interval (for the default
@@ -45,7 +45,7 @@ target is the posterior restricted to the representable open interval (for the d
 prior mass).
 
 Sample stats: ``noncentred_accepted`` and ``noncentred_scale`` (and the centred move's
-``concentration_accepted``, ``concentration_scale``). PyMC stacks equal names of several
+``hyperparameter_accepted``, ``hyperparameter_scale``). PyMC stacks equal names of several
 steps along an extra dimension in the order of the compound step: in the clustered model
 ``[rho, tau]`` (and ``[rho, tau, p]`` for the centred ones).
 
@@ -68,7 +68,8 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.roles import roles
-from pymc_crp.step_methods.concentration import ConcentrationMetropolisState
+from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -77,11 +78,10 @@ from pymc_crp.step_methods.model_graph import (
     same_signature,
     term_logps,
 )
-from pymc_crp.step_methods.utility_metropolis import HyperparameterMetropolis
+from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
-_NONCENTRED_TARGET_ACCEPT = 0.44
 KINDS = ("correlation", "shrinkage")
 """The values of the ``noncentred`` role information the builders record."""
 
@@ -147,11 +147,12 @@ def _joint_logp_function(model, compile_kwargs):
 
 
 @dataclass_state
-class NonCentredHyperparameterState(ConcentrationMetropolisState):
-    """:class:`ConcentrationMetropolisState` plus the tuned scale of the non-centred move."""
+class NonCentredHyperparameterState(ScalarMetropolisState):
+    """:class:`~pymc_crp.step_methods.scalar_metropolis.ScalarMetropolisState` plus the tuned
+    scale of the non-centred move."""
 
     noncentred_scale: float
-    _noncentred_iteration: int
+    _noncentred_tuner: ScaleTuner
 
 
 class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
@@ -170,7 +171,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         Initial scale of the non-centred random walk on the unconstrained value.
     tune : bool, default True
         Adapt both scales while PyMC tunes.
-    tune_interval : int, default 50
+    tune_interval : int, default 1
         Steps between adaptations of the centred scale.
     **kwargs
         Further arguments of :class:`HyperparameterMetropolis` (``model``, ``rng``, ...).
@@ -213,7 +214,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             )
         self.kind = kind
         self.noncentred_scale = float(noncentred_scale)
-        self._noncentred_iteration = 0
+        self._noncentred_tuner = ScaleTuner(TARGET_ACCEPT)
         for var in _moved_utilities(info):
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
@@ -229,15 +230,13 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new = float(self._from_value(np.asarray(proposed_value)))
         accepted = False
         if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal, log_det = self._propose(point, proposed_value, old, new)
+            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
             log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
-            accepted = bool(np.isfinite(log_ratio) and math.log(self.rng.random()) < log_ratio)
+            accepted = accept(log_ratio, self.rng)
             if accepted:
                 point = proposal
         if self.tune and self.adaptive:
-            self._noncentred_iteration += 1
-            gain = 1.0 / math.sqrt(self._noncentred_iteration)
-            self.noncentred_scale *= math.exp(gain * (accepted - _NONCENTRED_TARGET_ACCEPT))
+            self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
         stats = {
             **stats,
             "noncentred_accepted": accepted,
@@ -245,7 +244,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         }
         return point, [stats]
 
-    def _propose(self, point, proposed_value, old, new):
+    def _joint_proposal(self, point, proposed_value, old, new):
         """The joint proposal (point, log |det|) for hyperparameter ``old -> new``."""
         proposal = dict(point)
         proposal[self._value_name] = np.asarray(proposed_value, dtype=np.float64)
@@ -261,7 +260,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
     def reset_tuning(self):
         super().reset_tuning()
-        self._noncentred_iteration = 0
+        self._noncentred_tuner.reset()
 
     @staticmethod
     def competence(var, has_grad=None):

@@ -103,7 +103,7 @@ def slice_slot_terms(model, rv) -> tuple | None:
             return None
         if term.ndim != 1:
             return None
-        uses = slot_index_uses(term.owner.inputs[2:], rv, model.basic_RVs)
+        uses = slot_index_uses(term.owner.op.dist_params(term.owner), rv, model.basic_RVs)
         if uses is None or (labels is not None and uses[0] is not labels):
             return None
         labels = uses[0]

@@ -15,9 +15,8 @@ Metropolis moves that recompute only the lists they touch:
   (orders seen before, e.g. after a rejected move back, cost no counting).
 * :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
   and the hyperparameters of the hierarchy.
-* :class:`HyperparameterMetropolis` — random-walk Metropolis on a scalar hyperparameter
-  (``ρ``, ``τ``, ``p``) targeting its prior times its children's densities; assigned
-  automatically to the hyperparameters of the models built by :mod:`pymc_crp.models`.
+* :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
+  — ``ρ``, ``τ``, ``p``.
 """
 
 from __future__ import annotations
@@ -42,21 +41,21 @@ from pymc_crp.core.utility_gibbs import (
     sample_interval_mixture,
 )
 from pymc_crp.distributions.equicorrelated_normal import (
+    EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
     equicorrelated_logpdf,
 )
-from pymc_crp.distributions.partial_order_lists import PartialOrderListsRV
-from pymc_crp.step_methods.concentration import ConcentrationMetropolis
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
     find_model,
-    get_role,
     prior_draw_function,
     term_logps,
 )
 
-__all__ = ["HyperparameterMetropolis", "UtilityMetropolis"]
+__all__ = ["UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
@@ -77,8 +76,10 @@ class _ListTerm:
     the process-wide :func:`~pymc_crp.lists.list_likelihood_cache`."""
 
     def __init__(self, model, rv, utility_value, compile_kwargs):
-        _, _, utilities, labels, noise, _, top_down = rv.owner.inputs
-        utilities, labels, noise = model.replace_rvs_by_values([utilities, labels, noise])
+        params = PartialOrderListsParams.from_rv(rv)
+        utilities, labels, noise = model.replace_rvs_by_values(
+            [params.utilities, params.labels, params.noise]
+        )
         # The order utilities are often the utility variable itself: read it from the point.
         self.direct = None
         owner = utilities.owner
@@ -97,7 +98,7 @@ class _ListTerm:
             )
         self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
         self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
-        self.top_down = bool(pt.get_underlying_scalar_constant_value(top_down))
+        self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
         self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
         self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
         n_items = int(model.rvs_to_values[rv].data.max()) + 1
@@ -135,7 +136,8 @@ class UtilityMetropolisState(StepMethodState):
     tune: bool
     rw_scale: float
     pcn_step: float
-    _iteration: int
+    _rw_tuner: ScaleTuner
+    _pcn_tuner: ScaleTuner
 
 
 class UtilityMetropolis(BlockedStep):
@@ -219,7 +221,8 @@ class UtilityMetropolis(BlockedStep):
             raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
         self.coordinate_items = int(coordinate_items)
         self.pcn = bool(pcn)
-        self._iteration = 0
+        self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
+        self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
         self._name = value_var.name
         self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
         self._prior_fn = compile_point_function(
@@ -227,7 +230,7 @@ class UtilityMetropolis(BlockedStep):
         )
         self._gaussian = isinstance(rv.owner.op, _GAUSSIAN_OPS)
         if self._gaussian:
-            mean = pt.broadcast_to(rv.owner.inputs[2], rv.shape)
+            mean = pt.broadcast_to(rv.owner.op.dist_params(rv.owner)[0], rv.shape)  # the mean
             self._mean_fn = compile_point_function(
                 model, model.replace_rvs_by_values([mean])[0], compile_kwargs
             )
@@ -235,7 +238,8 @@ class UtilityMetropolis(BlockedStep):
         # Equicorrelated priors: closed-form row densities, and the coordinate Gibbs draws.
         self._equi_fn = None
         if isinstance(rv.owner.op, EquicorrelatedNormalRV):
-            rho, scale = model.replace_rvs_by_values(rv.owner.inputs[3:5])
+            params = EquicorrelatedNormalParams.from_rv(rv)
+            rho, scale = model.replace_rvs_by_values([params.rho, params.scale])
             self._equi_fn = compile_point_function(
                 model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
             )
@@ -348,16 +352,9 @@ class UtilityMetropolis(BlockedStep):
                             utilities, index, item, k, mean, rho, scale, states, slot_rows
                         )
                 prior = None
-        self._iteration += 1
         if self.tune and self.adaptive:
-            gain = 1.0 / math.sqrt(self._iteration)
-            if rw_tries:
-                self.rw_scale *= math.exp(gain * (rw_accepts / rw_tries - _TARGET_ACCEPT))
-            if pcn_tries:
-                self.pcn_step = min(
-                    1.0,
-                    self.pcn_step * math.exp(gain * (pcn_accepts / pcn_tries - _TARGET_ACCEPT)),
-                )
+            self.rw_scale = self._rw_tuner.record(self.rw_scale, rw_accepts, rw_tries)
+            self.pcn_step = self._pcn_tuner.record(self.pcn_step, pcn_accepts, pcn_tries)
         point[self._name] = utilities
         stats = {
             "utility_rw_accept": rw_accepts / rw_tries if rw_tries else np.nan,
@@ -436,10 +433,7 @@ class UtilityMetropolis(BlockedStep):
                 new = term.slot_logliks(new_words, rows, noise)
             log_ratio += float(np.sum(new) - np.sum(logliks[rows]))
             updates.append((state, rows, new, new_words))
-        if not np.isfinite(log_ratio):
-            accepted = log_ratio > 0
-        else:
-            accepted = math.log(self.rng.random()) < log_ratio
+        accepted = accept(log_ratio, self.rng)
         if accepted:
             for (_, _, logliks, words), rows, new, new_words in updates:
                 if new is not None:
@@ -448,7 +442,8 @@ class UtilityMetropolis(BlockedStep):
         return bool(accepted)
 
     def reset_tuning(self):
-        self._iteration = 0
+        self._rw_tuner.reset()
+        self._pcn_tuner.reset()
 
     @staticmethod
     def competence(var, has_grad=None):
@@ -461,23 +456,3 @@ class UtilityMetropolis(BlockedStep):
         if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
             return Competence.INCOMPATIBLE
         return Competence.IDEAL
-
-
-class HyperparameterMetropolis(ConcentrationMetropolis):
-    """:class:`~pymc_crp.ConcentrationMetropolis` for the scalar hyperparameters of the
-    models built by :mod:`pymc_crp.models` (``ρ``, ``τ``, ``p``), assigned automatically.
-
-    Defaults to the random walk on the unconstrained (transformed) scale."""
-
-    name = "hyperparameter_metropolis"
-
-    def __init__(self, vars, *, proposal: str = "transformed", scale: float = 0.5, **kwargs):
-        super().__init__(vars, proposal=proposal, scale=scale, **kwargs)
-
-    @staticmethod
-    def competence(var, has_grad=None):
-        role, info = get_role(var)
-        if role != "hyperparameter":
-            return Competence.INCOMPATIBLE
-        # rho and tau of the utility prior get NonCentredHyperparameterMetropolis.
-        return Competence.COMPATIBLE if info.get("noncentred") else Competence.IDEAL

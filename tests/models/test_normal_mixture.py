@@ -32,7 +32,8 @@ from pymc_crp.step_methods.normal_gibbs import (
     MixtureLabelGibbs,
 )
 
-# Until pymc_crp/__init__.py registers them (at the front, see tests/test_normal_gibbs.py).
+# Until pymc_crp/__init__.py registers them (at the front, see
+# tests/step_methods/test_normal_gibbs.py).
 
 Z = 4.5
 QUIET = {"progressbar": False, "compute_convergence_checks": False}

@@ -163,7 +163,7 @@ def _reference(utilities, padded, labels, p, top_down, grad=False):
     from pymc_crp.posets import list_log_likelihoods_stacked
 
     lengths = (padded >= 0).sum(axis=1)
-    closed = lists_module().dominance_orders(utilities)
+    closed = partial_order_from_utilities(utilities)
     return list_log_likelihoods_stacked(
         closed, padded, lengths, labels, p, top_down, return_grad=grad
     )

@@ -4,14 +4,14 @@
   included; the Gaussian conditional against dense linear algebra.
 * ``UtilityMetropolis`` with only coordinate Gibbs moves: the posterior over the partial
   orders of 3 items (K = 2) equals the prior order probabilities (2·10⁶ prior draws) times the
-  exact list likelihood, as for the random-walk moves in test_utilities.py.
+  exact list likelihood, as for the random-walk moves in test_utility_metropolis.py.
 """
 
 import numpy as np
 import pymc as pm
 import pytest
 from scipy import stats
-from test_utilities import (
+from test_utility_metropolis import (
     LISTS_K2,
     N_ITEMS,
     P_NOISE,

@@ -1,7 +1,7 @@
 """UtilityMeanGibbs: the collapsed density of the occupied slots and the moves of tau/rho.
 
 The exact posteriors of tau and rho with these moves in place are checked by
-tests/test_noncentred.py (the builder assigns them); here: the density with U0 integrated out
+test_noncentred.py (the builder assigns them); here: the density with U0 integrated out
 against a dense multivariate normal, and the stationary distribution of the hyperparameters
 when the lists carry no information (their prior).
 """

@@ -4,7 +4,7 @@ Exactness: for each conjugate pair, ``pm.sample`` (steps assigned automatically)
 with the exact posterior of a 6-observation model obtained by enumerating all set partitions
 with the slot parameters integrated out by the closed forms of tests/oracles.py (or 1-D
 quadrature over a non-conjugate per-slot scale). A co-clustering or cluster-count indicator
-passes when ``|mean - exact| < 4.5 MCSE + 0.01`` (see tests/test_crp_gibbs.py for the
+passes when ``|mean - exact| < 4.5 MCSE + 0.01`` (see test_crp_gibbs.py for the
 reasoning). The slot parameters' posterior given observed labels is checked with a
 Kolmogorov--Smirnov test against the closed form (the draws are independent then), and
 the same draws must fail against a closed form with a wrong prior parameter.

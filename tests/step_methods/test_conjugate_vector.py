@@ -1,5 +1,5 @@
 """Tests of the vector-valued conjugate slot parameters: multivariate normal means and
-Dirichlet--categorical probabilities (see tests/test_conjugate.py for the method)."""
+Dirichlet--categorical probabilities (see test_conjugate.py for the method)."""
 
 from __future__ import annotations
 

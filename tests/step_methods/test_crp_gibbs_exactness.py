@@ -1,13 +1,13 @@
 """Models where ``CRPGibbs`` once gave silent wrong answers, checked against exact answers.
 
 The label step under test is ``CRPGibbs``, forced with ``step=`` (``pm.sample`` gives models
-with a conjugate pair to ``ConjugateCRPGibbs``, tested in tests/test_conjugate.py); the other
+with a conjugate pair to ``ConjugateCRPGibbs``, tested in test_conjugate.py); the other
 variables get their default steps.
 
 Each statistical test compares ``pm.sample`` draws with an exact posterior computed in
 tests/oracles.py by enumerating set partitions (or pairs of them) with every continuous
 parameter integrated out in closed form (Gaussian marginals) or by quadrature (Student-t
-observations, a random concentration). Tolerances as in tests/test_crp_gibbs.py:
+observations, a random concentration). Tolerances as in test_crp_gibbs.py:
 ``|estimate - exact| < 4.5 MCSE + 0.01`` per quantity.
 
 1. Parameters that the labels do not index (a per-observation effect, per-observation
