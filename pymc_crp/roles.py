@@ -21,10 +21,14 @@ from pymc.model import Model, modelcontext
 from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
 
 __all__ = [
+    "NONCENTRED_KINDS",
     "MixtureRoles",
+    "NonCentredRole",
     "find_model",
     "get_role",
     "mixture_roles",
+    "noncentred_role",
+    "noncentred_roles",
     "register_mixture",
     "register_model",
     "roles",
@@ -57,6 +61,50 @@ def get_role(var, model: Model | None = None) -> tuple[str | None, dict]:
     if model is None:
         return None, {}
     return _ROLES.get(model, {}).get(var, (None, {}))
+
+
+@dataclass(frozen=True)
+class NonCentredRole:
+    """A hyperparameter that rescales utility vectors (:mod:`pymc_crp.step_methods.noncentred`).
+
+    ``kind`` is ``"correlation"`` (``ρ``: every ``K``-vector of ``utilities`` is mapped) or
+    ``"shrinkage"`` (``τ``: the slots ``utilities`` move about their ``mean`` ``U0``).
+    """
+
+    var: object
+    kind: str
+    utilities: tuple
+    mean: object = None
+
+    @property
+    def moved(self) -> tuple:
+        """The utility variables the move maps or reads (``U`` and, for ``τ``, ``U0``)."""
+        return (*self.utilities, *(() if self.mean is None else (self.mean,)))
+
+
+NONCENTRED_KINDS = ("correlation", "shrinkage")
+"""The kinds of :class:`NonCentredRole`."""
+
+
+def _noncentred(var, role: str | None, info: dict) -> NonCentredRole | None:
+    if role != "hyperparameter" or info.get("noncentred") not in NONCENTRED_KINDS:
+        return None
+    return NonCentredRole(var, info["noncentred"], tuple(info["utilities"]), info.get("mean"))
+
+
+def noncentred_role(var, model: Model | None = None) -> NonCentredRole | None:
+    """The :class:`NonCentredRole` a builder recorded for ``var``, or ``None``.
+
+    The builders record it with ``set_role(model, var, "hyperparameter", noncentred=kind,
+    utilities=[...], mean=...)``.
+    """
+    return _noncentred(var, *get_role(var, model))
+
+
+def noncentred_roles(model: Model) -> list[NonCentredRole]:
+    """Every :class:`NonCentredRole` of ``model``, in the order they were recorded."""
+    found = (_noncentred(var, role, info) for var, (role, info) in roles(model).items())
+    return [r for r in found if r is not None]
 
 
 def roles(model: Model) -> dict:

@@ -266,24 +266,22 @@ def plot_membership(
     return ax
 
 
-def _layered_layout(closed: np.ndarray, cover: np.ndarray) -> dict[int, tuple[float, float]]:
-    """Depth = length of the longest chain above an item; barycentre order within layers."""
-    m = closed.shape[0]
-    depth = np.zeros(m, dtype=np.int64)
-    for j in np.argsort(closed.sum(axis=0), kind="stable"):  # items above j come first
-        above = np.flatnonzero(closed[:, j])
-        if above.size:
-            depth[j] = depth[above].max() + 1
-    pos: dict[int, tuple[float, float]] = {}
-    for d in range(int(depth.max()) + 1 if m else 0):
-        layer = np.flatnonzero(depth == d)
-        if d > 0:
-            key = [np.mean([pos[p][0] for p in np.flatnonzero(cover[:, j])]) for j in layer]
-            layer = layer[np.argsort(key, kind="stable")]
-        xs = np.arange(layer.size) - (layer.size - 1) / 2.0
-        for j, x in zip(layer, xs, strict=True):
-            pos[int(j)] = (float(x), -float(d))
-    return pos
+def _layered_layout(cover: nx.DiGraph) -> dict:
+    """Positions of the Hasse diagram ``cover`` (edges from each item to the items it covers).
+
+    Layers are the topological generations (the length of the longest chain above an item),
+    best on top; within a layer items are ordered by the mean position of their covers above
+    (barycentre); :func:`networkx.multipartite_layout` places them.
+    """
+    layers: dict[int, list] = {}
+    rank: dict = {}
+    for depth, layer in enumerate(nx.topological_generations(cover)):
+        layer = sorted(layer)
+        if depth:
+            layer.sort(key=lambda j: np.mean([rank[p] for p in cover.predecessors(j)]))
+        rank.update((j, r - (len(layer) - 1) / 2.0) for r, j in enumerate(layer))
+        layers[-depth] = layer
+    return nx.multipartite_layout(cover, subset_key=layers, align="horizontal")
 
 
 def plot_partial_order(
@@ -343,7 +341,7 @@ def plot_partial_order(
     if importlib.util.find_spec("pygraphviz") is not None:  # pragma: no cover - optional
         pos = nx.nx_agraph.graphviz_layout(graph, prog="dot")
     else:
-        pos = _layered_layout(closed, cover)
+        pos = _layered_layout(graph)
     ax = _axes(ax, (max(4.0, 1.2 * np.sqrt(m) + 3), 5.0))
     nx.draw_networkx_nodes(
         graph, pos, ax=ax, node_size=node_size, node_color=node_color, edgecolors="#34495e"

@@ -48,13 +48,13 @@ from pymc_crp.core.conjugate_math import (
 )
 from pymc_crp.core.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
 from pymc_crp.core.split_merge import split_merge_moves
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.model_graph import (
     compile_partition_prior,
     compile_point_function,
     dependent_terms,
-    find_model,
     is_partition_rv,
     prior_draw_function,
     term_logps,

@@ -25,11 +25,11 @@ from pytensor.tensor.random.basic import GammaRV
 
 from pymc_crp.core.partition_math import log_prob_at_most_blocks, validate_labels
 from pymc_crp.distributions.partitions import CRPRV, CRPParams
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    find_model,
     term_logps,
 )
 from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis, ScalarStep
@@ -179,18 +179,9 @@ class ConcentrationMetropolis(ScalarMetropolis):
     ``θ* ~ N(θ, (κθ)²)`` with its Hastings factor; ``"transformed"`` a random walk on the
     sampler's unconstrained value with the Jacobian ratio. Proposals outside the support are
     rejected. ``scale`` (``s`` or ``κ``) is tuned towards acceptance 0.44 while PyMC tunes.
-
-    Parameters
-    ----------
-    vars : variable
-        The scalar parameter.
-    proposal : {"symmetric", "scaled", "transformed"}
-    scale : float
-    tune : bool, default True
-    tune_interval : int, default 1
-        Steps whose acceptance rate drives one adaptation of the scale.
-
-    Sample stats ``concentration_accepted`` and ``concentration_scale``.
+    The parameters are those of :class:`~pymc_crp.step_methods.scalar_metropolis.
+    ScalarMetropolis`; the sample stats are ``concentration_accepted`` and
+    ``concentration_scale``.
     """
 
     name = "concentration_metropolis"

@@ -63,9 +63,9 @@ from pymc_crp.core.conjugate_math import (
     NORMAL_PREC,
 )
 from pymc_crp.distributions.partitions import partition_params
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.model_graph import (
     dependent_terms,
-    find_model,
     is_partition_rv,
     model_signature,
     same_signature,

@@ -135,17 +135,7 @@ class CRPGibbs(BlockedStep):
         model = modelcontext(model)
         if vars is None:  # __new__ split the label variables; Python still passes vars=None
             vars = _label_value_vars(model)
-        value_vars = get_value_vars_from_user_vars(vars, model)
-        if len(value_vars) != 1:
-            raise ValueError("CRPGibbs updates one label variable at a time")
-        (value_var,) = value_vars
-        label_rv = model.values_to_rvs[value_var]
-        if not is_partition_rv(label_rv):
-            raise TypeError(
-                f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
-            )
-        if label_rv.ndim != 1:
-            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+        value_var, label_rv = self._label_variable(model, vars)
         if initial_point is None:
             initial_point = model.initial_point()
         compile_kwargs = dict(compile_kwargs or {})
@@ -164,8 +154,42 @@ class CRPGibbs(BlockedStep):
         self._prior_code, self._prior_params_fn = compile_partition_prior(
             model, label_rv, compile_kwargs
         )
+        probe, loglik, logps = self._setup_likelihood(
+            model, value_var, label_rv, initial_point, compile_kwargs
+        )
+        self._setup_slot_refresh(
+            model, label_rv, loglik, logps, probe, refresh_empty_slots, compile_kwargs
+        )
+        if self.record_membership:
+            self.stats_dtypes_shapes = {
+                **self.stats_dtypes_shapes,
+                "membership_probs": (object, None),
+            }
+            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
 
-        # Terms whose density depends on the labels, summed per observation.
+    # ------------------------------------------------------------------------------------
+    # Construction helpers
+    # ------------------------------------------------------------------------------------
+    @staticmethod
+    def _label_variable(model, vars):
+        """``(value variable, random variable)`` of the one partition-prior label vector."""
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        if len(value_vars) != 1:
+            raise ValueError("CRPGibbs updates one label variable at a time")
+        (value_var,) = value_vars
+        label_rv = model.values_to_rvs[value_var]
+        if not is_partition_rv(label_rv):
+            raise TypeError(
+                f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
+            )
+        if label_rv.ndim != 1:
+            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+        return value_var, label_rv
+
+    def _setup_likelihood(self, model, value_var, label_rv, initial_point, compile_kwargs):
+        """Compile the likelihood matrix ``ℓ[i, j]`` and the per-observation log-likelihood
+        of the terms that depend on the labels, and check that each observation's density
+        depends on its own label only. Returns ``(probe, loglik, logps)``."""
         logps = term_logps(model)
         terms = self._label_terms(model, value_var, label_rv, logps)
         probe = LabelProbe.build(model, initial_point, value_var, self.n_slots)
@@ -181,14 +205,18 @@ class CRPGibbs(BlockedStep):
         self._single_loglik_fn = compile_point_function(model, loglik, compile_kwargs)
         term_names = [t.name for t in terms]
         check_label_locality(self._loglik_fn, self._single_loglik_fn, probe, term_names)
+        return probe, loglik, logps
 
-        # Slot parameters whose empty rows are refreshed from the prior.
+    def _setup_slot_refresh(
+        self, model, label_rv, loglik, logps, probe, refresh_empty_slots, compile_kwargs
+    ):
+        """The slot parameters whose empty rows are refreshed from their prior at each step."""
         self._slot_params, self._skipped_slot_params = row_local_slot_params(
             model,
             label_rv,
             self._single_loglik_fn,
             loglik_value_inputs(model, loglik),
-            terms,
+            self._terms,
             logps,
             probe,
             compile_kwargs,
@@ -200,16 +228,6 @@ class CRPGibbs(BlockedStep):
             )
             self._slot_param_names = [model.rvs_to_values[rv].name for rv in self._slot_params]
 
-        if self.record_membership:
-            self.stats_dtypes_shapes = {
-                **self.stats_dtypes_shapes,
-                "membership_probs": (object, None),
-            }
-            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
-
-    # ------------------------------------------------------------------------------------
-    # Construction helpers
-    # ------------------------------------------------------------------------------------
     @staticmethod
     def _label_terms(model, value_var, label_rv, logps) -> list:
         """The model terms whose density depends on the labels (no potentials, no scalars)."""

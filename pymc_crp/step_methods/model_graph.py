@@ -20,21 +20,16 @@ from pymc_crp.distributions.partitions import (
     DirichletMultinomialPartitionRV,
     partition_params,
 )
-from pymc_crp.roles import find_model, get_role, register_model, set_role
 
 __all__ = [
     "PARTITION_OPS",
     "PointFunction",
     "compile_point_function",
     "dependent_terms",
-    "find_model",
-    "get_role",
-    "set_role",
     "is_partition_rv",
     "model_signature",
     "same_signature",
     "prior_draw_function",
-    "register_model",
     "term_logps",
 ]
 

@@ -67,13 +67,12 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
-from pymc_crp.roles import roles
+from pymc_crp.roles import NONCENTRED_KINDS, noncentred_role, noncentred_roles
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    get_role,
     model_signature,
     same_signature,
     term_logps,
@@ -82,7 +81,7 @@ from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropo
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
-KINDS = ("correlation", "shrinkage")
+KINDS = NONCENTRED_KINDS
 """The values of the ``noncentred`` role information the builders record."""
 
 
@@ -112,11 +111,6 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
-def _moved_utilities(info: dict) -> list:
-    """The utility variables a non-centred move maps or reads (``U`` and, for ``τ``, ``U0``)."""
-    return [*info["utilities"], *([info["mean"]] if "mean" in info else [])]
-
-
 # model -> (signature, compile_kwargs, compiled joint log-density): rho and tau share one.
 _JOINT_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -128,9 +122,8 @@ def _joint_logp_function(model, compile_kwargs):
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
     moved = []
-    for var, (role, info) in roles(model).items():
-        if role == "hyperparameter" and info.get("noncentred") in KINDS:
-            moved += [var, *_moved_utilities(info)]
+    for role in noncentred_roles(model):
+        moved += [role.var, *role.moved]
     signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
     cached = _JOINT_LOGPS.get(model)
     if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
@@ -205,21 +198,20 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         model = modelcontext(model)
         super().__init__(vars, model=model, compile_kwargs=compile_kwargs, **kwargs)
         rv = model.values_to_rvs[self.vars[0]]
-        role, info = get_role(rv, model)
-        kind = info.get("noncentred")
-        if role != "hyperparameter" or kind not in KINDS:
+        role = noncentred_role(rv, model)
+        if role is None:
             raise ValueError(
                 f"NonCentredHyperparameterMetropolis needs the rho or tau of a model built by "
                 f"pymc_crp.models; {rv.name} is not one"
             )
-        self.kind = kind
+        self.kind = role.kind
         self.noncentred_scale = float(noncentred_scale)
         self._noncentred_tuner = ScaleTuner(TARGET_ACCEPT)
-        for var in _moved_utilities(info):
+        for var in role.moved:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
-        self._utility_names = [model.rvs_to_values[v].name for v in info["utilities"]]
-        self._mean_name = model.rvs_to_values[info["mean"]].name if kind == "shrinkage" else None
+        self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
+        self._mean_name = model.rvs_to_values[role.mean].name if role.kind == "shrinkage" else None
         self._joint_logp = _joint_logp_function(model, compile_kwargs)
 
     def step(self, point):
@@ -264,7 +256,6 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
     @staticmethod
     def competence(var, has_grad=None):
-        role, info = get_role(var)
-        if role == "hyperparameter" and info.get("noncentred") in KINDS:
+        if noncentred_role(var) is not None:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE

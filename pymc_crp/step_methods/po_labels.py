@@ -39,10 +39,10 @@ from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_lab
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.distributions.partial_order_lists import PartialOrderListsRV
 from pymc_crp.distributions.partitions import CRPRV
+from pymc_crp.roles import get_role
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    get_role,
     prior_draw_function,
     term_logps,
 )

@@ -35,7 +35,8 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_crp.core.utility_hierarchy import collapsed_log_density
-from pymc_crp.step_methods.model_graph import compile_point_function, get_role
+from pymc_crp.roles import get_role
+from pymc_crp.step_methods.model_graph import compile_point_function
 
 __all__ = ["UtilityMeanGibbs"]
 

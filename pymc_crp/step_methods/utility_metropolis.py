@@ -22,6 +22,7 @@ Metropolis moves that recompute only the lists they touch:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from numbers import Integral
 
 import numpy as np
@@ -46,11 +47,11 @@ from pymc_crp.distributions.equicorrelated_normal import (
     equicorrelated_logpdf,
 )
 from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    find_model,
     prior_draw_function,
     term_logps,
 )
@@ -126,6 +127,59 @@ class _ListTerm:
         return list_likelihood_cache().log_likelihoods(
             self.list_set, words, labels, noise, rows=rows
         )
+
+
+def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
+    """The lists ``rows`` of ``term`` that contain ``item``."""
+    if item >= term.contains.shape[1]:
+        return rows[:0]
+    return rows[term.contains[rows, item]]
+
+
+@dataclass
+class _TermState:
+    """One list term during a step: the lists' ``labels`` and ``noise``, their cached
+    ``logliks`` and the slots' orders ``words`` (both updated as moves are accepted)."""
+
+    labels: np.ndarray
+    noise: float
+    logliks: np.ndarray
+    words: np.ndarray
+
+
+@dataclass
+class _SlotPrior:
+    """The prior of the slots during a step (see :meth:`UtilityMetropolis._slot_prior`);
+    ``density`` caches the elementwise prior log-density at the current utilities."""
+
+    mean: np.ndarray | None = None
+    draw: np.ndarray | None = None
+    rho: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    absent_draw: np.ndarray | None = None
+    density: np.ndarray | None = None
+
+
+@dataclass
+class _SlotSweep:
+    """The moves of one slot: the point (whose utilities are updated in place), the slot and
+    its index into the utilities, the term states and the rows of the slot's lists."""
+
+    point: dict
+    utilities: np.ndarray
+    slot: int
+    index: tuple
+    states: list
+    rows: list
+    prior: _SlotPrior
+
+
+@dataclass
+class _MoveCounts:
+    rw_tries: int = 0
+    rw_accepts: int = 0
+    pcn_tries: int = 0
+    pcn_accepts: int = 0
 
 
 @dataclass_state
@@ -258,129 +312,158 @@ class UtilityMetropolis(BlockedStep):
     def step(self, point):
         point = dict(point)
         utilities = np.array(point[self._name], dtype=np.float64, copy=True)
-        stacked = utilities.ndim == 3
-        n_slots = utilities.shape[0] if stacked else 1
-        n_items = utilities.shape[-2]
         point[self._name] = utilities
-        states = []  # per term: labels, noise, cached log-likelihoods, current orders
-        for term in self._terms:
-            labels = term.labels_fn(point) if stacked else np.zeros(term.lists.shape[0], np.int64)
-            noise = float(term.noise_fn(point))
-            states.append((labels, noise, *term.all_logliks(point, labels, noise)[::-1]))
-        occupied = np.zeros(n_slots, dtype=bool)
-        for labels, *_ in states:
-            occupied[labels] = True
-
-        mean = self._mean_fn(point) if self._gaussian else None
-        draw = self._prior_draw(point) if self._gaussian else None
-        prior = None  # elementwise prior log-density at the current utilities, when known
-        rho = scale = absent_draw = None
-        if self._equi_fn is not None:
-            rho, scale = (  # per row: (L, M) or (M,)
-                np.broadcast_to(v, utilities.shape[:-1]) for v in self._equi_fn(point)
-            )
-            absent_draw = self._prior_draw(point)  # independent of the pCN proposals
-        rw_tries = rw_accepts = pcn_tries = pcn_accepts = 0
-        for slot in range(n_slots):
+        stacked = utilities.ndim == 3
+        states = [self._term_state(term, point, stacked) for term in self._terms]
+        occupied = np.zeros(utilities.shape[0] if stacked else 1, dtype=bool)
+        for state in states:
+            occupied[state.labels] = True
+        prior = self._slot_prior(point, utilities)
+        moves = _MoveCounts()
+        for slot in range(occupied.size):
             index = (slot,) if stacked else ()
             if self._gaussian and not occupied[slot]:  # exact draw from the prior
-                utilities[index] = draw[index]
-                prior = None
+                utilities[index] = prior.draw[index]
+                prior.density = None
                 continue
-            slot_rows = [np.flatnonzero(state[0] == slot) for state in states]
+            rows = [np.flatnonzero(state.labels == slot) for state in states]
+            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior)
             if self._gaussian and self.pcn:
-                beta = self.pcn_step
-                proposal = utilities[index].copy()
-                utilities[index] = (
-                    mean[index]
-                    + math.sqrt(1.0 - beta**2) * (proposal - mean[index])
-                    + beta * (draw[index] - mean[index])
-                )
-                accepted = self._accept_slot(point, states, slot, slot_rows, None, 0.0)
-                if not accepted:
-                    utilities[index] = proposal
-                else:
-                    prior = None
-                pcn_tries += 1
-                pcn_accepts += accepted
-            items = np.arange(n_items)
-            if absent_draw is not None:
-                # Items in none of the slot's lists: exact draw from their prior (rows are
-                # independent given the parents), so the moves below follow the lists' items.
-                present = np.zeros(n_items, dtype=bool)
-                for term, rows in zip(self._terms, slot_rows, strict=True):
-                    present[: term.contains.shape[1]] |= term.contains[rows].any(axis=0)
-                if not present.all():
-                    utilities[index][~present] = absent_draw[index][~present]
-                    for term, state in zip(self._terms, states, strict=True):
-                        state[3][slot] = term.words(point, slot)[0]
-                    prior = None
-                    items = np.flatnonzero(present)
+                self._pcn_move(sweep, moves)
+            items = self._items_in_lists(sweep)
             for _ in range(self.item_sweeps):
                 for item in self.rng.permutation(items):
-                    row = (*index, item)
-                    old_row = utilities[row].copy()
-                    new_row = old_row + self.rw_scale * self.rng.standard_normal(old_row.shape)
-                    if rho is not None:  # closed-form density of the row
-                        log_prior_ratio = float(
-                            equicorrelated_logpdf(new_row, mean[row], rho[row], scale[row])
-                            - equicorrelated_logpdf(old_row, mean[row], rho[row], scale[row])
-                        )
-                        utilities[row] = new_row
-                        new_prior = None
-                    else:
-                        if prior is None:
-                            prior = self._prior_fn(point)
-                        old_prior = prior[row]
-                        utilities[row] = new_row
-                        new_prior = self._prior_fn(point)  # rows independent given the parents
-                        log_prior_ratio = new_prior[row] - old_prior
-                    accepted = self._accept_slot(
-                        point, states, slot, slot_rows, item, log_prior_ratio
-                    )
-                    if accepted:
-                        prior = new_prior
-                    else:
-                        utilities[row] = old_row
-                    rw_tries += 1
-                    rw_accepts += accepted
+                    self._item_move(sweep, item, moves)
             if self.coordinate_items:
                 n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
                 for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
                     for k in range(utilities.shape[-1]):
-                        self._coordinate_draw(
-                            utilities, index, item, k, mean, rho, scale, states, slot_rows
-                        )
-                prior = None
+                        self._coordinate_draw(sweep, item, k)
+                prior.density = None
         if self.tune and self.adaptive:
-            self.rw_scale = self._rw_tuner.record(self.rw_scale, rw_accepts, rw_tries)
-            self.pcn_step = self._pcn_tuner.record(self.pcn_step, pcn_accepts, pcn_tries)
-        point[self._name] = utilities
-        stats = {
-            "utility_rw_accept": rw_accepts / rw_tries if rw_tries else np.nan,
-            "utility_pcn_accept": pcn_accepts / pcn_tries if pcn_tries else np.nan,
+            self.rw_scale = self._rw_tuner.record(self.rw_scale, moves.rw_accepts, moves.rw_tries)
+            self.pcn_step = self._pcn_tuner.record(
+                self.pcn_step, moves.pcn_accepts, moves.pcn_tries
+            )
+        return point, [self._stats(moves)]
+
+    def _stats(self, moves: _MoveCounts) -> dict:
+        return {
+            "utility_rw_accept": moves.rw_accepts / moves.rw_tries if moves.rw_tries else np.nan,
+            "utility_pcn_accept": (
+                moves.pcn_accepts / moves.pcn_tries if moves.pcn_tries else np.nan
+            ),
             "utility_rw_scale": self.rw_scale,
             "utility_pcn_step": self.pcn_step,
         }
-        return point, [stats]
 
-    def _coordinate_draw(self, utilities, index, item, k, mean, rho, scale, states, slot_rows):
+    # ------------------------------------------------------------------------------------
+    # The parts of a step
+    # ------------------------------------------------------------------------------------
+    def _term_state(self, term, point, stacked) -> _TermState:
+        """Labels, noise, orders and log-likelihoods of one list term at ``point``."""
+        labels = term.labels_fn(point) if stacked else np.zeros(term.lists.shape[0], np.int64)
+        noise = float(term.noise_fn(point))
+        words, logliks = term.all_logliks(point, labels, noise)
+        return _TermState(labels, noise, logliks, words)
+
+    def _slot_prior(self, point, utilities) -> _SlotPrior:
+        """The prior of the slots at ``point``: its mean and a draw (Gaussian utilities), the
+        per-row ``ρ`` and scale and a second draw (equicorrelated utilities)."""
+        prior = _SlotPrior()
+        if self._gaussian:
+            prior.mean = self._mean_fn(point)
+            prior.draw = self._prior_draw(point)
+        if self._equi_fn is not None:
+            prior.rho, prior.scale = (  # per row: (L, M) or (M,)
+                np.broadcast_to(v, utilities.shape[:-1]) for v in self._equi_fn(point)
+            )
+            prior.absent_draw = self._prior_draw(point)  # independent of the pCN proposals
+        return prior
+
+    def _pcn_move(self, sweep: _SlotSweep, moves: _MoveCounts) -> None:
+        """``U'_a = m_a + √(1-β²)(U_a - m_a) + β(D_a - m_a)``, accepted with the likelihood
+        ratio of the slot's lists (the move is reversible for the Gaussian prior)."""
+        utilities, index, prior = sweep.utilities, sweep.index, sweep.prior
+        beta = self.pcn_step
+        current = utilities[index].copy()
+        utilities[index] = (
+            prior.mean[index]
+            + math.sqrt(1.0 - beta**2) * (current - prior.mean[index])
+            + beta * (prior.draw[index] - prior.mean[index])
+        )
+        accepted = self._accept_slot(sweep, None, 0.0)
+        if accepted:
+            prior.density = None
+        else:
+            utilities[index] = current
+        moves.pcn_tries += 1
+        moves.pcn_accepts += accepted
+
+    def _items_in_lists(self, sweep: _SlotSweep) -> np.ndarray:
+        """The items the moves of the slot follow. With an equicorrelated prior, items in none
+        of the slot's lists get an exact draw from their prior (rows are independent given the
+        parents) and are left out; otherwise all items."""
+        utilities, index, prior = sweep.utilities, sweep.index, sweep.prior
+        n_items = utilities.shape[-2]
+        if prior.absent_draw is None:
+            return np.arange(n_items)
+        present = np.zeros(n_items, dtype=bool)
+        for term, rows in zip(self._terms, sweep.rows, strict=True):
+            present[: term.contains.shape[1]] |= term.contains[rows].any(axis=0)
+        if present.all():
+            return np.arange(n_items)
+        utilities[index][~present] = prior.absent_draw[index][~present]
+        for term, state in zip(self._terms, sweep.states, strict=True):
+            state.words[sweep.slot] = term.words(sweep.point, sweep.slot)[0]
+        prior.density = None
+        return np.flatnonzero(present)
+
+    def _item_move(self, sweep: _SlotSweep, item: int, moves: _MoveCounts) -> None:
+        """Random walk ``U'_{a,j} = U_{a,j} + σ ε`` of one item's row, accepted with the prior
+        ratio times the likelihood ratio of the slot's lists that contain the item."""
+        utilities, prior = sweep.utilities, sweep.prior
+        row = (*sweep.index, item)
+        old_row = utilities[row].copy()
+        new_row = old_row + self.rw_scale * self.rng.standard_normal(old_row.shape)
+        if prior.rho is not None:  # closed-form density of the row
+            mean, rho, scale = prior.mean[row], prior.rho[row], prior.scale[row]
+            log_prior_ratio = float(
+                equicorrelated_logpdf(new_row, mean, rho, scale)
+                - equicorrelated_logpdf(old_row, mean, rho, scale)
+            )
+            utilities[row] = new_row
+            new_density = None
+        else:
+            if prior.density is None:
+                prior.density = self._prior_fn(sweep.point)
+            old_prior = prior.density[row]
+            utilities[row] = new_row
+            new_density = self._prior_fn(sweep.point)  # rows independent given the parents
+            log_prior_ratio = new_density[row] - old_prior
+        accepted = self._accept_slot(sweep, item, log_prior_ratio)
+        if accepted:
+            prior.density = new_density
+        else:
+            utilities[row] = old_row
+        moves.rw_tries += 1
+        moves.rw_accepts += accepted
+
+    def _coordinate_draw(self, sweep: _SlotSweep, item: int, k: int) -> None:
         """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.core.utility_gibbs`);
         updates the cached orders and log-likelihoods of the slot's lists."""
-        slot_u = utilities[index]
+        prior, index = sweep.prior, sweep.index
+        slot_u = sweep.utilities[index]
         others = np.delete(slot_u[:, k], item)
         low, high, inside = interval_points(others)
         candidates = np.repeat(slot_u[None], inside.shape[0], axis=0)
         candidates[:, item, k] = inside
         log_lik = np.zeros(inside.shape[0])
-        slot = index[0] if index else 0
         found = []
         cache = list_likelihood_cache()
-        for term, state, rows in zip(self._terms, states, slot_rows, strict=True):
-            _, noise, _, _ = state
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
             words = order_words(candidates, term.top_down)
-            contains = term.contains[:, item] if item < term.contains.shape[1] else None
-            rows = rows[contains[rows]] if contains is not None else rows[:0]
+            rows = _rows_with_item(term, rows, item)
             if rows.size:
                 keys = [w.tobytes() for w in words]
                 first = {key: r for r, key in reversed(list(enumerate(keys)))}
@@ -389,7 +472,7 @@ class UtilityMetropolis(BlockedStep):
                     term.list_set,
                     words[distinct],
                     np.repeat(np.arange(distinct.size), rows.size),
-                    noise,
+                    state.noise,
                     rows=np.tile(rows, distinct.size),
                 ).reshape(distinct.size, rows.size)
                 where = {int(r): d for d, r in enumerate(distinct)}
@@ -398,47 +481,44 @@ class UtilityMetropolis(BlockedStep):
                 found.append((rows, words, lls, per_candidate))
             else:
                 found.append((rows, words, None, None))
-        rho, scale = float(rho[index][item]), float(scale[index][item])
-        mu, sd = equicorrelated_conditional(slot_u[item], mean[index][item], rho, scale, k)
+        rho, scale = float(prior.rho[index][item]), float(prior.scale[index][item])
+        mu, sd = equicorrelated_conditional(slot_u[item], prior.mean[index][item], rho, scale, k)
         x, r = sample_interval_mixture(
             log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
         )
         slot_u[item, k] = x
-        for (_, _, logliks, words_cached), (rows, words, lls, per_candidate) in zip(
-            states, found, strict=True
-        ):
-            words_cached[slot] = words[r]
+        for state, (rows, words, lls, per_candidate) in zip(sweep.states, found, strict=True):
+            state.words[sweep.slot] = words[r]
             if lls is not None:
-                logliks[rows] = lls[per_candidate[r]]
+                state.logliks[rows] = lls[per_candidate[r]]
 
-    def _accept_slot(self, point, states, slot, slot_rows, item, log_ratio) -> bool:
-        """Metropolis test for a proposal already written into ``point``; caches on accept.
+    def _accept_slot(self, sweep: _SlotSweep, item: int | None, log_ratio: float) -> bool:
+        """Metropolis test for a proposal already written into the point; caches on accept.
 
         Only the slot's lists (containing ``item`` for a one-item move) are recomputed; when
         the proposal leaves the slot's order unchanged their log-likelihoods are reused.
         """
+        slot = sweep.slot
         updates = []
-        for term, state, rows in zip(self._terms, states, slot_rows, strict=True):
-            _, noise, logliks, words = state
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
             if item is not None:
-                contains = term.contains[:, item] if item < term.contains.shape[1] else None
-                rows = rows[contains[rows]] if contains is not None else rows[:0]
-            new_words = term.words(point, slot)
+                rows = _rows_with_item(term, rows, item)
+            new_words = term.words(sweep.point, slot)
             if rows.size == 0:
                 updates.append((state, rows, None, new_words))
                 continue
-            if np.array_equal(new_words[0], words[slot]):  # same order: same likelihoods
-                new = logliks[rows]
+            if np.array_equal(new_words[0], state.words[slot]):  # same order: same likelihoods
+                new = state.logliks[rows]
             else:
-                new = term.slot_logliks(new_words, rows, noise)
-            log_ratio += float(np.sum(new) - np.sum(logliks[rows]))
+                new = term.slot_logliks(new_words, rows, state.noise)
+            log_ratio += float(np.sum(new) - np.sum(state.logliks[rows]))
             updates.append((state, rows, new, new_words))
         accepted = accept(log_ratio, self.rng)
         if accepted:
-            for (_, _, logliks, words), rows, new, new_words in updates:
+            for state, rows, new, new_words in updates:
                 if new is not None:
-                    logliks[rows] = new
-                words[slot] = new_words[0]
+                    state.logliks[rows] = new
+                state.words[slot] = new_words[0]
         return bool(accepted)
 
     def reset_tuning(self):

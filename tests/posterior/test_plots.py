@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import arviz as az  # noqa: E402
 import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -105,5 +106,7 @@ def test_layered_layout_depths():
     closed = transitive_closure(np.array(
         [[0, 1, 1, 0], [0, 0, 1, 0], [0, 0, 0, 0], [0, 0, 1, 0]], dtype=bool
     ))  # fmt: skip
-    pos = _layered_layout(closed, transitive_reduction(closed))
-    assert [pos[j][1] for j in range(4)] == [0.0, -1.0, -2.0, 0.0]
+    graph = nx.DiGraph(transitive_reduction(closed))
+    pos = _layered_layout(graph)
+    assert pos[0][1] == pos[3][1] > pos[1][1] > pos[2][1]  # depths 0, 1, 2, 0: best on top
+    assert pos[0][0] < pos[3][0]  # within a layer in item order
