@@ -2,8 +2,8 @@
 
 Run: ``python benchmarks/label_sweep.py [--repeats R] [--sizes 10000 100000]``.
 
-1. One Gibbs sweep over the labels (:func:`pymc_crp.label_sweep.gibbs_label_sweep`, after
-   :func:`~pymc_crp.label_sweep.likelihood_weights`) for N observations and L = 20 slots with
+1. One Gibbs sweep over the labels (:func:`pymc_crp.core.label_sweep.gibbs_label_sweep`, after
+   :func:`~pymc_crp.core.label_sweep.likelihood_weights`) for N observations and L = 20 slots with
    a random log-likelihood matrix (fixed seed, after JIT warm-up, median of R repeats),
    against a plain-NumPy loop over the observations doing the same computation (vectorised
    over the slots of each observation). Both get the same visiting order and uniforms, and
@@ -24,8 +24,8 @@ from functools import partial
 
 import numpy as np
 
-from pymc_crp.label_sweep import gibbs_label_sweep, likelihood_weights
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
+from pymc_crp.core.label_sweep import gibbs_label_sweep, likelihood_weights
+from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
 
 N_SLOTS = 20
 NO_PROBS = np.empty((0, 0))  # do not record membership probabilities
@@ -39,7 +39,8 @@ PRIORS = {
 def numpy_sweep(lik_weights, labels, counts, order, uniforms, prior_code, param_a, param_b):
     """Reference sweep in plain NumPy: a Python loop over observations, vectorised over slots.
 
-    Same weights as DESIGN.md section 2 (CRP: ``n_j - d`` occupied, ``(θ + dK)/(L - K)`` per
+    Same weights as docs/mathematics.md, *Label step* (CRP: ``n_j - d`` occupied,
+    ``(θ + dK)/(L - K)`` per
     empty slot, equal weights for a lone observation; DM: ``n_a + γ/A``) and the same
     inverse-CDF draw (first slot whose running sum exceeds ``u * total``), so it reproduces
     the numba kernel's labels exactly.

@@ -25,8 +25,8 @@ import time
 import networkx as nx
 import numpy as np
 
-from pymc_crp import _linext
 from pymc_crp import posets as P
+from pymc_crp.core import linext_kernels as _linext
 
 NX_LIMIT = 1_000_000
 PY_BUDGET_S = 20.0

@@ -7,7 +7,8 @@ from random utilities with K = 2 and K = 3), top-down and bottom-up, p = 0.1:
 - ``list_log_likelihoods_padded`` (the kernel a PyMC Op calls; no validation),
 - ``list_log_likelihoods_stacked`` with 5 orders and per-list labels,
 
-against a plain-Python implementation of the same formula (DESIGN.md section 5) whose
+against a plain-Python implementation of the same formula (docs/mathematics.md, *Partial
+orders*) whose
 counts come from a ``functools.lru_cache`` recursion over frozensets, shared by all
 lists of a call (the same caching the kernel does). Results are checked to agree.
 
@@ -24,10 +25,10 @@ import time
 
 import numpy as np
 
-from pymc_crp import _linext
-from pymc_crp import _linext_tables as _tables
 from pymc_crp import posets as P
-from pymc_crp.lists import ListLikelihoodCache
+from pymc_crp.core import linext_kernels as _linext
+from pymc_crp.core import linext_support as _tables
+from pymc_crp.core.lists import ListLikelihoodCache
 
 N_ITEMS, N_LISTS, LENGTH, P_ERR = 20, 1000, 10, 0.1
 

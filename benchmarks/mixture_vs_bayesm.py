@@ -86,7 +86,7 @@ def run_pymc_crp(y, truth, draws: int, tune: int, seed: int, profile: bool) -> d
     import pymc as pm
 
     import pymc_crp  # noqa: F401 - registers the step methods
-    from pymc_crp.models_mixture import measurement_error_mixture
+    from pymc_crp.models.normal_mixture import measurement_error_mixture
 
     d = y.shape[1]
     prior = {"m0": np.zeros(d), "kappa0": KAPPA0, "nu": NU, "Omega": NU * V_SCALE * np.eye(d)}
@@ -119,7 +119,7 @@ def run_pymc_crp(y, truth, draws: int, tune: int, seed: int, profile: bool) -> d
 
 def profile_steps(model, idata, n_iter: int = 30) -> dict:
     """Milliseconds per call of each step method (and of the label step's parts)."""
-    from pymc_crp.label_sweep import likelihood_weights
+    from pymc_crp.core.label_sweep import likelihood_weights
     from pymc_crp.step_methods import ConcentrationGibbs
     from pymc_crp.step_methods.normal_gibbs import MixtureCRPGibbs, NormalInverseWishartGibbs
 

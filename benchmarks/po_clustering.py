@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
-from pymc_crp.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache  # noqa: E402
+from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
 
 

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
-from pymc_crp.lists import list_likelihood_cache, order_words  # noqa: E402
+from pymc_crp.core.lists import list_likelihood_cache, order_words  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
 
 SHARES = (0.35, 0.25, 0.2, 0.12, 0.08)

@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from pymc_crp.diagnostics import canonical_draws
-from pymc_crp.point_estimate import (
+from pymc_crp.posterior.draws import canonical_draws
+from pymc_crp.posterior.point_estimate import (
     _check_loss,
     _draw_cross_terms,
     _Draws,

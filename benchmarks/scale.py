@@ -113,7 +113,7 @@ def run_case(case, n, iterations, warmup=3, traced=2):
         "n_clusters": int(np.unique(labels).size),
     }
     if case == "po":
-        from pymc_crp.lists import list_likelihood_cache
+        from pymc_crp.core.lists import list_likelihood_cache
 
         cache = list_likelihood_cache()
         out.update(

@@ -25,11 +25,8 @@ import pymc as pm  # noqa: E402
 from scipy import stats  # noqa: E402
 
 import pymc_crp  # noqa: E402,F401 - registers the package's step methods
-from pymc_crp.models_mixture import (  # noqa: E402
-    default_mixture_prior,
-    load_galaxies,
-    measurement_error_mixture,
-)
+from pymc_crp.datasets import load_galaxies  # noqa: E402
+from pymc_crp.models import default_mixture_prior, measurement_error_mixture  # noqa: E402
 
 
 def predictive_density(idata, grid, prior, n_draws=500, seed=0):

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402 - also registers the package's step methods
-from pymc_crp.models_mixture import measurement_error_mixture  # noqa: E402
+from pymc_crp.models.normal_mixture import measurement_error_mixture  # noqa: E402
 
 CENTRES = np.array([[0.0, 0.0], [4.0, 1.0], [1.0, 4.5]])
 COVS = np.array([[[0.6, 0.3], [0.3, 0.5]], [[0.4, -0.2], [-0.2, 0.6]], [[0.5, 0.0], [0.0, 0.3]]])

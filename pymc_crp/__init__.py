@@ -6,27 +6,31 @@ Importing the package registers its step methods in ``pymc.STEP_METHODS`` so tha
 
 import pymc as pm
 
-from pymc_crp import datasets, distributed, models, sbc
+from pymc_crp import datasets, distributed, models, posets, sbc
 from pymc_crp._blas import configure_pytensor_blas
-from pymc_crp.consensus import (
+from pymc_crp.core.partition_math import relabel_by_appearance
+from pymc_crp.distributions import (
+    CRP,
+    BatchedMvNormal,
+    DirichletMultinomialPartition,
+    EquicorrelatedNormal,
+    InverseWishart,
+    PartialOrderLists,
+)
+from pymc_crp.posterior import (
     ConsensusOrder,
+    adjusted_rand_index,
+    cluster_summary,
     consensus_order,
+    expected_loss,
+    membership_probabilities,
+    partition_stats,
+    point_estimate_partition,
+    posterior_similarity,
+    relabel,
     relation_probabilities,
     threshold_order,
 )
-from pymc_crp.diagnostics import (
-    adjusted_rand_index,
-    cluster_summary,
-    partition_stats,
-    posterior_similarity,
-)
-from pymc_crp.hpo import EquicorrelatedNormal
-from pymc_crp.inverse_wishart import InverseWishart
-from pymc_crp.lists import PartialOrderLists
-from pymc_crp.partition_math import relabel_by_appearance
-from pymc_crp.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.point_estimate import expected_loss, point_estimate_partition
-from pymc_crp.relabel import membership_probabilities, relabel
 from pymc_crp.step_methods import (
     NORMAL_MIXTURE_STEPS,
     ConcentrationGibbs,
@@ -87,7 +91,7 @@ def __getattr__(name):
     if name in _PLOTS or name == "plots":
         import importlib
 
-        plots = importlib.import_module("pymc_crp.plots")
+        plots = importlib.import_module("pymc_crp.posterior.plots")
         return plots if name == "plots" else getattr(plots, name)
     raise AttributeError(f"module 'pymc_crp' has no attribute {name!r}")
 
@@ -107,6 +111,7 @@ __all__ = [
     "relation_probabilities",
     "threshold_order",
     "CRP",
+    "BatchedMvNormal",
     "EquicorrelatedNormal",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
@@ -119,6 +124,7 @@ __all__ = [
     "distributed",
     "sbc",
     "models",
+    "posets",
     "CRPGibbs",
     "ConjugateCRPGibbs",
     "ConcentrationGibbs",

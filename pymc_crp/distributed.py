@@ -21,6 +21,8 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
+from pymc_crp.core.checks import positive_int
+
 __all__ = ["sample_chains"]
 
 _RESERVED = ("chains", "cores", "random_seed", "return_inferencedata", "model")
@@ -85,8 +87,7 @@ def sample_chains(
     """
     if not callable(builder):
         raise TypeError(f"builder must be callable (data -> pymc.Model), got {builder!r}")
-    if isinstance(chains, bool) or not isinstance(chains, Integral) or chains < 1:
-        raise ValueError(f"chains must be a positive integer, got {chains!r}")
+    positive_int(chains, "chains", type_error=ValueError)
     if seed is None:
         seed = int(np.random.SeedSequence().entropy)
     elif isinstance(seed, bool) or not isinstance(seed, Integral) or seed < 0:

@@ -1,6 +1,6 @@
 """Independent oracles shared by the tests: brute-force enumeration and closed forms.
 
-Written from the formulas in DESIGN.md with the standard library only, so that they do not
+Written from the formulas in docs/mathematics.md with the standard library only, so that they do not
 share code with the package.
 """
 

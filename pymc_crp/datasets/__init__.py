@@ -2,17 +2,21 @@
 
 * :func:`load_witness_lists` — 15 witness lists of bishops in the royal charters of 1135
   (Nicholls et al., 2025), ranked lists over subsets of 16 items.
+* :func:`load_galaxies` — the velocities of 82 galaxies (Roeder, 1990).
 * :func:`read_preflib` — PrefLib ``.soc``, ``.soi`` and ``.toi`` files.
 """
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["RankData", "load_witness_lists", "read_preflib"]
+import numpy as np
+
+__all__ = ["RankData", "load_galaxies", "load_witness_lists", "read_preflib"]
 
 
 @dataclass
@@ -23,6 +27,20 @@ class RankData:
     n_items: int
     item_names: list[str] = field(default_factory=list)
     description: str = ""
+
+
+def load_galaxies() -> np.ndarray:
+    """The velocities (km/s) of 82 galaxies of Roeder (1990), as a float array of shape (82,).
+
+    Roeder, K. (1990) "Density estimation with confidence sets exemplified by superclusters and
+    voids in the galaxies", *JASA* 85, 617–624; the ``galaxies`` data of R's MASS package.
+    Often analysed in units of 1000 km/s (divide by 1000).
+    """
+    text = resources.files(__name__).joinpath("galaxies.csv").read_text(encoding="utf-8")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if lines and lines[0].strip() == "velocity":
+        lines = lines[1:]
+    return np.loadtxt(io.StringIO("\n".join(lines)), dtype=np.float64)
 
 
 def load_witness_lists() -> RankData:

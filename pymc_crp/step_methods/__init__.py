@@ -3,6 +3,7 @@
 from pymc_crp.step_methods.collapsed import ConjugateCRPGibbs
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
 from pymc_crp.step_methods.normal_gibbs import (
     NORMAL_MIXTURE_STEPS,
@@ -13,9 +14,10 @@ from pymc_crp.step_methods.normal_gibbs import (
     NormalInverseWishartGibbs,
 )
 from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
+from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis
 from pymc_crp.step_methods.slot_slice import SlotSliceSampler
-from pymc_crp.step_methods.utilities import HyperparameterMetropolis, UtilityMetropolis
 from pymc_crp.step_methods.utility_mean import UtilityMeanGibbs
+from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
 
 __all__ = [
     "NORMAL_MIXTURE_STEPS",
@@ -30,6 +32,7 @@ __all__ = [
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",
+    "ScalarMetropolis",
     "SlotSliceSampler",
     "PartialOrderLabelGibbs",
     "UtilityMeanGibbs",

@@ -9,7 +9,7 @@ well, as one blocked step. One step:
    ``σ`` when ``μ`` is collapsed) from their prior — an exact Gibbs draw, no data attach to
    them;
 2. sweeps the labels with the conjugate parameter ``φ`` integrated out (Neal's 2000
-   Algorithm 3, :func:`pymc_crp.conjugate_math.collapsed_label_sweep`): observation ``i``
+   Algorithm 3, :func:`pymc_crp.core.conjugate_math.collapsed_label_sweep`): observation ``i``
    joins slot ``j`` with probability ``∝ w_j(c_{-i}) p(y_i | y_{S_j \ i})``;
 3. draws ``φ_j`` for every slot from its conjugate posterior given the labels (an empty
    slot's posterior is its prior), and then any other conjugate slot parameter of the step
@@ -32,12 +32,13 @@ from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, St
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 
-from pymc_crp.categorical_math import (
+from pymc_crp.core.categorical_math import (
     categorical_collapsed_sweep,
     category_counts,
     dirichlet_sample_posterior,
 )
-from pymc_crp.conjugate_math import (
+from pymc_crp.core.checks import positive_int
+from pymc_crp.core.conjugate_math import (
     DIRICHLET_CATEGORICAL,
     MVN_MEAN,
     collapsed_label_sweep,
@@ -45,16 +46,15 @@ from pymc_crp.conjugate_math import (
     slot_log_marginal,
     slot_statistics,
 )
-from pymc_crp.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-from pymc_crp.partitions import CRPRV
-from pymc_crp.split_merge import split_merge_moves
+from pymc_crp.core.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterior, mvn_slot_sums
+from pymc_crp.core.split_merge import split_merge_moves
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.model_graph import (
+    compile_partition_prior,
     compile_point_function,
     dependent_terms,
-    find_model,
     is_partition_rv,
     prior_draw_function,
     term_logps,
@@ -123,7 +123,7 @@ class ConjugateCRPGibbs(BlockedStep):
     sweeps : int, default 1
         Collapsed Gibbs sweeps over the labels per step.
     split_merge : int, default 20
-        Conjugate split--merge proposals per step (:mod:`pymc_crp.split_merge`; scalar
+        Conjugate split--merge proposals per step (:mod:`pymc_crp.core.split_merge`; scalar
         families only), before the sweeps. They move whole groups of observations, which
         single-site sweeps do one at a time.
     model, rng, initial_point, compile_kwargs, blocked
@@ -194,8 +194,7 @@ class ConjugateCRPGibbs(BlockedStep):
         split_merge: int = 20,
     ):
         model = modelcontext(model)
-        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        positive_int(sweeps, "sweeps", type_error=ValueError)
         self.sweeps = int(sweeps)
         if isinstance(split_merge, bool) or not isinstance(split_merge, int | np.integer):
             raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
@@ -294,16 +293,8 @@ class ConjugateCRPGibbs(BlockedStep):
     # Construction helpers
     # ------------------------------------------------------------------------------------
     def _setup_prior(self, model, labels, compile_kwargs):
-        _, _, *params = labels.owner.inputs
-        if isinstance(labels.owner.op, CRPRV):
-            self._prior_code, prior_params = CRP_PRIOR, params[:2]
-        else:
-            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
-            prior_params = [params[0], pt.constant(0.0)]
-        self._prior_params_fn = compile_point_function(
-            model,
-            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
-            compile_kwargs,
+        self._prior_code, self._prior_params_fn = compile_partition_prior(
+            model, labels, compile_kwargs
         )
 
     def _compile_slot(self, model, slot, labels_value, compile_kwargs):

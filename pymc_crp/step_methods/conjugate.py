@@ -5,7 +5,7 @@ reads only as ``φ[z]``, ``z`` a :class:`~pymc_crp.CRP` or
 :class:`~pymc_crp.DirichletMultinomialPartition` label vector (in the graph:
 ``AdvancedSubtensor(φ, z)``). It is *conjugate* when its only child is one elementwise
 likelihood term and the (prior, likelihood) pair is one of the families of
-:mod:`pymc_crp.conjugate_math`:
+:mod:`pymc_crp.core.conjugate_math`:
 
 ===============================  ==============================  =========================
 prior of ``φ``                   likelihood                      role of ``φ[z]``
@@ -54,7 +54,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 from pytensor.tensor.variable import TensorConstant
 
-from pymc_crp.conjugate_math import (
+from pymc_crp.core.conjugate_math import (
     BETA_BINOMIAL,
     DIRICHLET_CATEGORICAL,
     GAMMA_POISSON,
@@ -62,9 +62,10 @@ from pymc_crp.conjugate_math import (
     NORMAL_MEAN,
     NORMAL_PREC,
 )
+from pymc_crp.distributions.partitions import partition_params
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.model_graph import (
     dependent_terms,
-    find_model,
     is_partition_rv,
     model_signature,
     same_signature,
@@ -87,7 +88,7 @@ class ConjugateSlot:
     """A conjugate slot parameter found in a model's graph.
 
     ``hyper`` are two graphs (of the model's random variables) of the prior's parameters in
-    the family's parametrisation (:mod:`pymc_crp.conjugate_math`), ``aux`` the graph of the
+    the family's parametrisation (:mod:`pymc_crp.core.conjugate_math`), ``aux`` the graph of the
     likelihood's other parameter, one value per observation (it may read the labels).
     """
 
@@ -149,10 +150,8 @@ def _slot_rv_ok(model: Model, rv, n_slots: int | None = None) -> bool:
 
 
 def _n_slots(labels) -> int | None:
-    _, _, *params = labels.owner.inputs
-    slot_input = params[2] if len(params) == 4 else params[1]
     try:
-        return int(pt.get_underlying_scalar_constant_value(slot_input))
+        return int(pt.get_underlying_scalar_constant_value(partition_params(labels).n_slots))
     except Exception:  # noqa: BLE001
         return None
 
@@ -241,7 +240,7 @@ def _detect(model: Model, param) -> ConjugateSlot | None:
         return None
     if term.owner.op.ndim_supp != 0 or term.ndim != 1:
         return None
-    dist_params = term.owner.inputs[2:]
+    dist_params = term.owner.op.dist_params(term.owner)
     uses = slot_index_uses(dist_params, param, model.basic_RVs)
     if uses is None:
         return None
@@ -312,7 +311,7 @@ def _detect_mvnormal(model: Model, param) -> ConjugateSlot | None:
     (term,) = children
     if not isinstance(term.owner.op, MvNormalRV) or term.ndim != 2:
         return None
-    loc, cov = term.owner.inputs[2:4]
+    loc, cov = term.owner.op.dist_params(term.owner)[:2]
     uses = slot_index_uses([loc, cov], param, model.basic_RVs)
     if uses is None or len(uses) != 2 or _peel_broadcast(loc) is not uses[1].outputs[0]:
         return None
@@ -354,14 +353,14 @@ def _detect_dirichlet(model: Model, param) -> ConjugateSlot | None:
     (term,) = children
     if not isinstance(term.owner.op, CategoricalRV) or term.ndim != 1:
         return None
-    (probs,) = term.owner.inputs[2:3]
+    (probs,) = term.owner.op.dist_params(term.owner)[:1]
     uses = slot_index_uses([probs], param, model.basic_RVs)
     if uses is None or len(uses) != 2 or probs is not uses[1].outputs[0]:
         return None
     labels = uses[0]
     if _n_slots(labels) != n_slots:
         return None
-    (alpha,) = param.owner.inputs[2:3]
+    (alpha,) = param.owner.op.dist_params(param.owner)[:1]
     alpha = pt.broadcast_to(pt.cast(alpha, "float64"), (n_slots, n_categories))
     return ConjugateSlot(
         DIRICHLET_CATEGORICAL, param, term, labels, n_slots, (alpha,), pt.zeros(())
@@ -383,7 +382,7 @@ def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
         return cached
     labels = slot.labels
     logps = term_logps(model)
-    dist_params = slot.term.owner.inputs[2:]
+    dist_params = slot.term.owner.op.dist_params(slot.term.owner)
     label_uses = [
         var.owner
         for var in ancestors(list(dist_params), blockers=list(model.basic_RVs))

@@ -30,9 +30,8 @@ from pytensor.graph.traversal import ancestors
 from rich.progress import TextColumn
 from rich.table import Column
 
-from pymc_crp.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
-from pymc_crp.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
-from pymc_crp.partitions import CRPRV
+from pymc_crp.core.label_sweep import full_conditionals, gibbs_label_sweep, likelihood_weights
+from pymc_crp.distributions.partitions import partition_params
 from pymc_crp.step_methods.label_terms import (
     LabelProbe,
     check_label_locality,
@@ -42,6 +41,7 @@ from pymc_crp.step_methods.label_terms import (
     row_local_slot_params,
 )
 from pymc_crp.step_methods.model_graph import (
+    compile_partition_prior,
     compile_point_function,
     dependent_terms,
     is_partition_rv,
@@ -89,7 +89,7 @@ class CRPGibbs(BlockedStep):
         ``membership_probs`` for Rao--Blackwellised membership estimates. It is stored
         flattened, ``(chain, draw, N·L)`` in ``idata.sample_stats`` (PyMC's default trace
         keeps array stats only as flat vectors); :func:`pymc_crp.membership_probabilities`
-        and :func:`pymc_crp.relabel` read it as ``(N, L)`` per draw.
+        and :func:`pymc_crp.posterior.relabel` read it as ``(N, L)`` per draw.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
 
@@ -135,17 +135,7 @@ class CRPGibbs(BlockedStep):
         model = modelcontext(model)
         if vars is None:  # __new__ split the label variables; Python still passes vars=None
             vars = _label_value_vars(model)
-        value_vars = get_value_vars_from_user_vars(vars, model)
-        if len(value_vars) != 1:
-            raise ValueError("CRPGibbs updates one label variable at a time")
-        (value_var,) = value_vars
-        label_rv = model.values_to_rvs[value_var]
-        if not is_partition_rv(label_rv):
-            raise TypeError(
-                f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
-            )
-        if label_rv.ndim != 1:
-            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+        value_var, label_rv = self._label_variable(model, vars)
         if initial_point is None:
             initial_point = model.initial_point()
         compile_kwargs = dict(compile_kwargs or {})
@@ -158,23 +148,48 @@ class CRPGibbs(BlockedStep):
         self._warned = False
 
         # Prior and its parameters (graphs of the other variables' values).
-        _, _, *params = label_rv.owner.inputs
-        if isinstance(label_rv.owner.op, CRPRV):
-            self._prior_code = CRP_PRIOR
-            prior_params = params[:2]
-            n_slots_graph = params[2]
-        else:
-            self._prior_code = DIRICHLET_MULTINOMIAL_PRIOR
-            prior_params = [params[0], pt.constant(0.0)]
-            n_slots_graph = params[1]
-        self.n_slots = int(pt.get_underlying_scalar_constant_value(n_slots_graph))
-        self._prior_params_fn = compile_point_function(
-            model,
-            [pt.cast(p, "float64") for p in model.replace_rvs_by_values(prior_params)],
-            compile_kwargs,
+        self.n_slots = int(
+            pt.get_underlying_scalar_constant_value(partition_params(label_rv).n_slots)
         )
+        self._prior_code, self._prior_params_fn = compile_partition_prior(
+            model, label_rv, compile_kwargs
+        )
+        probe, loglik, logps = self._setup_likelihood(
+            model, value_var, label_rv, initial_point, compile_kwargs
+        )
+        self._setup_slot_refresh(
+            model, label_rv, loglik, logps, probe, refresh_empty_slots, compile_kwargs
+        )
+        if self.record_membership:
+            self.stats_dtypes_shapes = {
+                **self.stats_dtypes_shapes,
+                "membership_probs": (object, None),
+            }
+            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
 
-        # Terms whose density depends on the labels, summed per observation.
+    # ------------------------------------------------------------------------------------
+    # Construction helpers
+    # ------------------------------------------------------------------------------------
+    @staticmethod
+    def _label_variable(model, vars):
+        """``(value variable, random variable)`` of the one partition-prior label vector."""
+        value_vars = get_value_vars_from_user_vars(vars, model)
+        if len(value_vars) != 1:
+            raise ValueError("CRPGibbs updates one label variable at a time")
+        (value_var,) = value_vars
+        label_rv = model.values_to_rvs[value_var]
+        if not is_partition_rv(label_rv):
+            raise TypeError(
+                f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
+            )
+        if label_rv.ndim != 1:
+            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+        return value_var, label_rv
+
+    def _setup_likelihood(self, model, value_var, label_rv, initial_point, compile_kwargs):
+        """Compile the likelihood matrix ``ℓ[i, j]`` and the per-observation log-likelihood
+        of the terms that depend on the labels, and check that each observation's density
+        depends on its own label only. Returns ``(probe, loglik, logps)``."""
         logps = term_logps(model)
         terms = self._label_terms(model, value_var, label_rv, logps)
         probe = LabelProbe.build(model, initial_point, value_var, self.n_slots)
@@ -190,14 +205,18 @@ class CRPGibbs(BlockedStep):
         self._single_loglik_fn = compile_point_function(model, loglik, compile_kwargs)
         term_names = [t.name for t in terms]
         check_label_locality(self._loglik_fn, self._single_loglik_fn, probe, term_names)
+        return probe, loglik, logps
 
-        # Slot parameters whose empty rows are refreshed from the prior.
+    def _setup_slot_refresh(
+        self, model, label_rv, loglik, logps, probe, refresh_empty_slots, compile_kwargs
+    ):
+        """The slot parameters whose empty rows are refreshed from their prior at each step."""
         self._slot_params, self._skipped_slot_params = row_local_slot_params(
             model,
             label_rv,
             self._single_loglik_fn,
             loglik_value_inputs(model, loglik),
-            terms,
+            self._terms,
             logps,
             probe,
             compile_kwargs,
@@ -209,16 +228,6 @@ class CRPGibbs(BlockedStep):
             )
             self._slot_param_names = [model.rvs_to_values[rv].name for rv in self._slot_params]
 
-        if self.record_membership:
-            self.stats_dtypes_shapes = {
-                **self.stats_dtypes_shapes,
-                "membership_probs": (object, None),
-            }
-            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
-
-    # ------------------------------------------------------------------------------------
-    # Construction helpers
-    # ------------------------------------------------------------------------------------
     @staticmethod
     def _label_terms(model, value_var, label_rv, logps) -> list:
         """The model terms whose density depends on the labels (no potentials, no scalars)."""

@@ -26,6 +26,7 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
+from pymc_crp.distributions.partitions import partition_params
 from pymc_crp.step_methods.model_graph import (
     PointFunction,
     compile_point_function,
@@ -71,7 +72,7 @@ class LabelProbe:
         for rv in model.free_RVs:
             if is_partition_rv(rv):
                 label_slots[model.rvs_to_values[rv].name] = int(
-                    pt.get_underlying_scalar_constant_value(rv.owner.inputs[-2])
+                    pt.get_underlying_scalar_constant_value(partition_params(rv).n_slots)
                 )
         label_slots[label_value_var.name] = n_slots
         points = []

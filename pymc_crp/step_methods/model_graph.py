@@ -15,22 +15,21 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_crp.partitions import CRPRV, DirichletMultinomialPartitionRV
-from pymc_crp.registry import find_model, get_role, register_model, set_role
+from pymc_crp.distributions.partitions import (
+    CRPRV,
+    DirichletMultinomialPartitionRV,
+    partition_params,
+)
 
 __all__ = [
     "PARTITION_OPS",
     "PointFunction",
     "compile_point_function",
     "dependent_terms",
-    "find_model",
-    "get_role",
-    "set_role",
     "is_partition_rv",
     "model_signature",
     "same_signature",
     "prior_draw_function",
-    "register_model",
     "term_logps",
 ]
 
@@ -142,3 +141,13 @@ def compile_point_function(model: Model, outs, compile_kwargs: dict | None = Non
     inputs = [v for v in explicit_graph_inputs(graphs) if v in set(model.value_vars)]
     fn = model.compile_fn(outs, inputs=inputs, point_fn=False, **(compile_kwargs or {}))
     return PointFunction(fn, [v.name for v in inputs])
+
+
+def compile_partition_prior(model: Model, label_rv, compile_kwargs: dict | None = None):
+    """``(prior_code, params_fn)`` of the partition prior of ``label_rv``: the code the label
+    kernels of :mod:`pymc_crp.core.partition_math` switch on, and a compiled function of a
+    point returning the kernels' ``(a, b)`` as float64 (``(θ, d)`` or ``(γ, 0)``)."""
+    params = partition_params(label_rv)
+    graphs = model.replace_rvs_by_values(list(params.kernel_params))
+    fn = compile_point_function(model, [pt.cast(p, "float64") for p in graphs], compile_kwargs)
+    return params.prior_code, fn

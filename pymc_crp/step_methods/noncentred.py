@@ -35,9 +35,9 @@ fixed, ``U'^{(a)} = τ'U0 + r(U^{(a)} - τU0)`` with ``r = \sqrt{(1-τ'^2)/(1-τ
 Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
 the non-centred one; both leave the posterior invariant, and together they mix whether the
 data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
-and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning (the
-centred one every ``tune_interval`` steps as in :class:`ConcentrationMetropolis`, the
-non-centred one by a Robbins--Monro step on its logarithm after every step).
+and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning, each by
+the Robbins--Monro schedule of :class:`~pymc_crp.step_methods.metropolis.ScaleTuner`, and
+both moves decide with :func:`~pymc_crp.step_methods.metropolis.accept`.
 
 Proposals with ``ρ`` (``τ``) rounding to 0 or 1 are rejected in both directions, so the
 target is the posterior restricted to the representable open interval (for the default
@@ -45,7 +45,7 @@ target is the posterior restricted to the representable open interval (for the d
 prior mass).
 
 Sample stats: ``noncentred_accepted`` and ``noncentred_scale`` (and the centred move's
-``concentration_accepted``, ``concentration_scale``). PyMC stacks equal names of several
+``hyperparameter_accepted``, ``hyperparameter_scale``). PyMC stacks equal names of several
 steps along an extra dimension in the order of the compound step: in the clustered model
 ``[rho, tau]`` (and ``[rho, tau, p]`` for the centred ones).
 
@@ -67,22 +67,21 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
-from pymc_crp.registry import roles
-from pymc_crp.step_methods.concentration import ConcentrationMetropolisState
+from pymc_crp.roles import NONCENTRED_KINDS, noncentred_role, noncentred_roles
+from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    get_role,
     model_signature,
     same_signature,
     term_logps,
 )
-from pymc_crp.step_methods.utilities import HyperparameterMetropolis
+from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
-_NONCENTRED_TARGET_ACCEPT = 0.44
-KINDS = ("correlation", "shrinkage")
+KINDS = NONCENTRED_KINDS
 """The values of the ``noncentred`` role information the builders record."""
 
 
@@ -112,11 +111,6 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
-def _moved_utilities(info: dict) -> list:
-    """The utility variables a non-centred move maps or reads (``U`` and, for ``τ``, ``U0``)."""
-    return [*info["utilities"], *([info["mean"]] if "mean" in info else [])]
-
-
 # model -> (signature, compile_kwargs, compiled joint log-density): rho and tau share one.
 _JOINT_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -128,9 +122,8 @@ def _joint_logp_function(model, compile_kwargs):
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
     moved = []
-    for var, (role, info) in roles(model).items():
-        if role == "hyperparameter" and info.get("noncentred") in KINDS:
-            moved += [var, *_moved_utilities(info)]
+    for role in noncentred_roles(model):
+        moved += [role.var, *role.moved]
     signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
     cached = _JOINT_LOGPS.get(model)
     if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
@@ -147,11 +140,12 @@ def _joint_logp_function(model, compile_kwargs):
 
 
 @dataclass_state
-class NonCentredHyperparameterState(ConcentrationMetropolisState):
-    """:class:`ConcentrationMetropolisState` plus the tuned scale of the non-centred move."""
+class NonCentredHyperparameterState(ScalarMetropolisState):
+    """:class:`~pymc_crp.step_methods.scalar_metropolis.ScalarMetropolisState` plus the tuned
+    scale of the non-centred move."""
 
     noncentred_scale: float
-    _noncentred_iteration: int
+    _noncentred_tuner: ScaleTuner
 
 
 class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
@@ -170,7 +164,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         Initial scale of the non-centred random walk on the unconstrained value.
     tune : bool, default True
         Adapt both scales while PyMC tunes.
-    tune_interval : int, default 50
+    tune_interval : int, default 1
         Steps between adaptations of the centred scale.
     **kwargs
         Further arguments of :class:`HyperparameterMetropolis` (``model``, ``rng``, ...).
@@ -204,21 +198,20 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         model = modelcontext(model)
         super().__init__(vars, model=model, compile_kwargs=compile_kwargs, **kwargs)
         rv = model.values_to_rvs[self.vars[0]]
-        role, info = get_role(rv, model)
-        kind = info.get("noncentred")
-        if role != "hyperparameter" or kind not in KINDS:
+        role = noncentred_role(rv, model)
+        if role is None:
             raise ValueError(
                 f"NonCentredHyperparameterMetropolis needs the rho or tau of a model built by "
                 f"pymc_crp.models; {rv.name} is not one"
             )
-        self.kind = kind
+        self.kind = role.kind
         self.noncentred_scale = float(noncentred_scale)
-        self._noncentred_iteration = 0
-        for var in _moved_utilities(info):
+        self._noncentred_tuner = ScaleTuner(TARGET_ACCEPT)
+        for var in role.moved:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
-        self._utility_names = [model.rvs_to_values[v].name for v in info["utilities"]]
-        self._mean_name = model.rvs_to_values[info["mean"]].name if kind == "shrinkage" else None
+        self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
+        self._mean_name = model.rvs_to_values[role.mean].name if role.kind == "shrinkage" else None
         self._joint_logp = _joint_logp_function(model, compile_kwargs)
 
     def step(self, point):
@@ -229,15 +222,13 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new = float(self._from_value(np.asarray(proposed_value)))
         accepted = False
         if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal, log_det = self._propose(point, proposed_value, old, new)
+            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
             log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
-            accepted = bool(np.isfinite(log_ratio) and math.log(self.rng.random()) < log_ratio)
+            accepted = accept(log_ratio, self.rng)
             if accepted:
                 point = proposal
         if self.tune and self.adaptive:
-            self._noncentred_iteration += 1
-            gain = 1.0 / math.sqrt(self._noncentred_iteration)
-            self.noncentred_scale *= math.exp(gain * (accepted - _NONCENTRED_TARGET_ACCEPT))
+            self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
         stats = {
             **stats,
             "noncentred_accepted": accepted,
@@ -245,7 +236,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         }
         return point, [stats]
 
-    def _propose(self, point, proposed_value, old, new):
+    def _joint_proposal(self, point, proposed_value, old, new):
         """The joint proposal (point, log |det|) for hyperparameter ``old -> new``."""
         proposal = dict(point)
         proposal[self._value_name] = np.asarray(proposed_value, dtype=np.float64)
@@ -261,11 +252,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
     def reset_tuning(self):
         super().reset_tuning()
-        self._noncentred_iteration = 0
+        self._noncentred_tuner.reset()
 
     @staticmethod
     def competence(var, has_grad=None):
-        role, info = get_role(var)
-        if role == "hyperparameter" and info.get("noncentred") in KINDS:
+        if noncentred_role(var) is not None:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE

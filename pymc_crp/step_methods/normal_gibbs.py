@@ -1,6 +1,6 @@
 r"""Conjugate Gibbs steps for the (measurement-error) normal mixture.
 
-The model (built by :func:`pymc_crp.models_mixture.measurement_error_mixture`)::
+The model (built by :func:`pymc_crp.models.normal_mixture.measurement_error_mixture`)::
 
     z_i                 ~ CRP / Dirichlet-multinomial / Categorical(w)     (labels, L slots)
     Σ_k                 ~ InverseWishart(ν, Ω)
@@ -9,12 +9,12 @@ The model (built by :func:`pymc_crp.models_mixture.measurement_error_mixture`)::
     y_i | θ_i           ~ N(θ_i, V_i)                                      (V_i known)
 
 Full conditionals, each drawn exactly and vectorised over observations and components
-(numba kernels in :mod:`pymc_crp.normal_mixture_math`; all randomness from the step's
+(numba kernels in :mod:`pymc_crp.core.normal_mixture_math`; all randomness from the step's
 ``self.rng``):
 
 * :class:`LatentNormalGibbs`, ``θ_i | ·  ~ N(m_i, S_i)`` with
   ``S_i = (Σ_z⁻¹ + V_i⁻¹)⁻¹`` and ``m_i = S_i (Σ_z⁻¹ μ_z + V_i⁻¹ y_i)``, ``z = z_i``
-  (DESIGN §6 writes the same as ``μ_z + G_i (y_i - μ_z)``, ``G_i = Σ_z (V_i + Σ_z)⁻¹``).
+  (the same as ``μ_z + G_i (y_i - μ_z)``, ``G_i = Σ_z (V_i + Σ_z)⁻¹``).
 * :class:`NormalInverseWishartGibbs`, ``(μ_k, Σ_k)`` jointly Normal--inverse-Wishart given
   the ``x_i`` (``θ_i``, or ``y_i`` when ``V = 0``) with ``z_i = k``; with ``N_k`` of them,
   mean ``x̄_k`` and scatter ``S_k = Σ (x_i - x̄_k)(x_i - x̄_k)ᵀ``:
@@ -52,9 +52,8 @@ from pymc.pytensorf import compile as compile_pytensor
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.inverse_wishart import CholeskyLogDiagTransform, sample_inverse_wishart
-from pymc_crp.normal_mixture_math import as_kernel_array as _arr
-from pymc_crp.normal_mixture_math import (
+from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
+from pymc_crp.core.normal_mixture_math import (
     cluster_scatter,
     draw_latent_normals,
     mvnormal_draws,
@@ -62,8 +61,9 @@ from pymc_crp.normal_mixture_math import (
     normal_loglik_matrix,
     sample_labels,
 )
+from pymc_crp.distributions.inverse_wishart import CholeskyLogDiagTransform, sample_inverse_wishart
+from pymc_crp.roles import MixtureRoles, mixture_roles, register_mixture
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
-from pymc_crp.step_methods.mixture_roles import MixtureRoles, mixture_roles, register_mixture
 from pymc_crp.step_methods.model_graph import compile_point_function, is_partition_rv
 
 __all__ = [
@@ -106,7 +106,7 @@ class _MixtureStep(BlockedStep):
         if roles is None:
             raise ValueError(
                 f"{type(self).__name__} needs a variable of a model built by "
-                "pymc_crp.models_mixture.measurement_error_mixture"
+                "pymc_crp.models.normal_mixture.measurement_error_mixture"
             )
         for rv in rvs:
             if roles.role_of(rv) not in self._roles_handled:
@@ -169,7 +169,7 @@ class LatentNormalGibbs(_MixtureStep):
     ``θ_i | z_i = k, μ, Σ, y_i ~ N(m_i, S_i)``, ``S_i = (Σ_k⁻¹ + V_i⁻¹)⁻¹``,
     ``m_i = S_i(Σ_k⁻¹ μ_k + V_i⁻¹ y_i)``; all ``N`` at once (numba, ``O(N D³)``).
     Assigned automatically to ``theta`` of models built by
-    :func:`~pymc_crp.models_mixture.measurement_error_mixture`.
+    :func:`~pymc_crp.models.normal_mixture.measurement_error_mixture`.
     """
 
     name = "latent_normal_gibbs"
@@ -443,7 +443,7 @@ class MixtureCRPGibbs(CRPGibbs):
     construction it is checked against the model's own log-density (inherited check).
 
     Assigned automatically to CRP and Dirichlet--multinomial labels of models built by
-    :func:`~pymc_crp.models_mixture.measurement_error_mixture`.
+    :func:`~pymc_crp.models.normal_mixture.measurement_error_mixture`.
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ r"""Label step for clustered partial orders whose cost follows the occupied clus
 :class:`~pymc_crp.PartialOrderLists` likelihood over slot utilities ``U`` ``(L, M, K)`` by
 Neal's (2000) Algorithm 8 with ``m`` auxiliary utility matrices drawn from the slot prior
 ``U_new ~ N(τ U0, (1-τ²) Σ_ρ)`` and reused between visits (Favaro and Teh 2013; the numeric
-core and the argument for exactness are in :mod:`pymc_crp.aux_label_sweep`):
+core and the argument for exactness are in :mod:`pymc_crp.core.aux_label_sweep`):
 
 .. math::
 
@@ -18,7 +18,7 @@ chosen free slot and its auxiliary's utilities; after the sweep the empty slots'
 are redrawn from their prior (an exact Gibbs draw: no list attaches to them).
 
 Before the sweep, ``merge_split`` merge--split proposals
-(:mod:`pymc_crp.slot_merge_split`: a random pair of lists, sequential allocation with the
+(:mod:`pymc_crp.core.slot_merge_split`: a random pair of lists, sequential allocation with the
 slot utilities held fixed, a split's new utilities drawn from the slot prior) let groups of
 lists spread over several clusters merge in one move, which the one-list-at-a-time sweep can
 only do against the prior's pull towards the larger cluster; merges reuse the cached
@@ -43,18 +43,22 @@ from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
-from pymc_crp.lists import PartialOrderListsRV, list_likelihood_cache, order_words
-from pymc_crp.partitions import CRPRV
-from pymc_crp.slot_merge_split import log_split_eppf_ratio, sequential_allocation
+from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.slot_merge_split import log_split_eppf_ratio, sequential_allocation
+from pymc_crp.distributions.partial_order_lists import (
+    PartialOrderListsParams,
+    PartialOrderListsRV,
+)
+from pymc_crp.distributions.partitions import CRPRV, CRPParams
+from pymc_crp.roles import get_role
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    get_role,
     prior_draw_function,
     term_logps,
 )
-from pymc_crp.step_methods.utilities import _ListTerm
+from pymc_crp.step_methods.utility_metropolis import _ListTerm
 
 __all__ = ["PartialOrderLabelGibbs"]
 
@@ -172,7 +176,7 @@ class PartialOrderLabelGibbs(BlockedStep):
                 f"only label-dependent term, got {[t.name for t in terms]}"
             )
         (lists_rv,) = terms
-        utilities = lists_rv.owner.inputs[2]
+        utilities = PartialOrderListsParams.from_rv(lists_rv).utilities
         utility_rv = utilities if utilities in model.free_RVs else None
         if utility_rv is None or utility_rv.ndim != 3:
             raise ValueError(
@@ -196,11 +200,14 @@ class PartialOrderLabelGibbs(BlockedStep):
         self._label_name = value_var.name
         self._utility_name = utility_value.name
         self._term = _ListTerm(model, lists_rv, utility_value, compile_kwargs)
-        _, _, theta, discount, n_slots, _ = label_rv.owner.inputs
-        self.n_slots = int(pt.get_underlying_scalar_constant_value(n_slots))
+        crp = CRPParams.from_rv(label_rv)
+        self.n_slots = int(pt.get_underlying_scalar_constant_value(crp.max_clusters))
         self._prior_params_fn = compile_point_function(
             model,
-            [pt.cast(p, "float64") for p in model.replace_rvs_by_values([theta, discount])],
+            [
+                pt.cast(p, "float64")
+                for p in model.replace_rvs_by_values([crp.concentration, crp.discount])
+            ],
             compile_kwargs,
         )
         self._draw_fn, self._draw_rng = prior_draw_function(model, [utility_rv], compile_kwargs)
@@ -218,7 +225,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         return self._beta * self._term.slot_logliks(words, rows, noise)
 
     def _merge_split(self, moves: _MergeSplitState):
-        """``self.merge_split`` proposals of :mod:`pymc_crp.slot_merge_split`; the state is
+        """``self.merge_split`` proposals of :mod:`pymc_crp.core.slot_merge_split`; the state is
         updated in place. Returns ``(merges, splits, refused)`` (``refused``: splits with no
         empty slot)."""
         labels = moves.labels

@@ -25,6 +25,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.conjugate import (
     _n_slots,
     _slot_rv_ok,
@@ -34,7 +35,6 @@ from pymc_crp.step_methods.conjugate import (
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
-    find_model,
     prior_draw_function,
     term_logps,
 )
@@ -103,7 +103,7 @@ def slice_slot_terms(model, rv) -> tuple | None:
             return None
         if term.ndim != 1:
             return None
-        uses = slot_index_uses(term.owner.inputs[2:], rv, model.basic_RVs)
+        uses = slot_index_uses(term.owner.op.dist_params(term.owner), rv, model.basic_RVs)
         if uses is None or (labels is not None and uses[0] is not labels):
             return None
         labels = uses[0]

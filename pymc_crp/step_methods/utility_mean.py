@@ -7,7 +7,7 @@ r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved
 1. (when the builder recorded the labels and ``τ``/``ρ`` are random) makes random-walk
    Metropolis moves of ``logit τ`` and ``logit ρ`` (unconstrained values, prior with its
    Jacobian) targeting ``p(τ, ρ | U_O)`` with ``U0`` and the empty slots integrated out
-   (:mod:`pymc_crp.utility_hierarchy`): the lists depend on ``U`` only, so no list is
+   (:mod:`pymc_crp.core.utility_hierarchy`): the lists depend on ``U`` only, so no list is
    evaluated. Given the utilities, ``τ`` and ``U0`` are tightly coupled; moving ``τ`` with
    ``U0`` integrated out breaks that coupling;
 2. draws ``U0`` from its conditional given the ``n`` occupied slots ``O`` and then the empty
@@ -34,8 +34,9 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.step_methods.model_graph import compile_point_function, get_role
-from pymc_crp.utility_hierarchy import collapsed_log_density
+from pymc_crp.core.utility_hierarchy import collapsed_log_density
+from pymc_crp.roles import get_role
+from pymc_crp.step_methods.model_graph import compile_point_function
 
 __all__ = ["UtilityMeanGibbs"]
 

@@ -1,0 +1,188 @@
+r"""Numeric core of the auxiliary-slot label sweep (Neal's Algorithm 8, reused auxiliaries).
+
+A Pitman--Yor (CRP) label vector ``c`` over ``L`` slots, slot ``j`` owning parameters
+``φ_j`` (a row of ``params``). Each observation ``i`` in turn is removed from its slot and
+given a new label drawn from
+
+.. math::
+
+    P(c_i = j) \propto (n_j - d)\, e^{ℓ_{ij}} \ (\text{occupied } j), \qquad
+    P(c_i = \text{aux } t) \propto \frac{θ + dK}{m}\, e^{ℓ^{aux}_{it}}, \quad t = 1..m,
+
+where ``n_j`` and ``K`` are counted without ``i`` and ``ψ_1..ψ_m`` are auxiliary parameters
+distributed as independent draws of the base (prior) distribution. Only the ``K`` occupied
+slots and the ``m`` auxiliaries are scored: ``O(N (K + m))`` per sweep whatever ``L`` is.
+
+The auxiliaries are *reused* (Favaro and Teh 2013, "ReUse"): when ``i`` was alone in its
+slot, its parameter replaces a uniformly chosen auxiliary (exactly the auxiliary configuration
+of Neal's Algorithm 8, whose other ``m - 1`` draws are prior draws independent of the state);
+when ``i`` opens a new cluster from auxiliary ``t``, the cluster takes ``ψ_t`` into a uniformly
+chosen free slot and ``ψ_t`` must be replaced by a fresh prior draw (the caller does this: the
+sweep returns). Unchosen auxiliaries stay independent prior draws, so the next visit may use
+them again. Which free slot a new cluster takes is uniform, so the slot assignment of the
+blocks stays uniform as the label-vector prior ``EPPF / (L!/(L-K)!)`` requires. If no slot is
+free, new clusters are impossible (the CRP truncated at ``L``) and the sweep counts it.
+
+Nothing here imports PyMC: columns of log-likelihoods come in as arrays.
+
+References
+----------
+.. [1] Neal, R. M. (2000). Markov chain sampling methods for Dirichlet process mixture
+   models. *J. Comput. Graph. Stat.* 9(2), 249–265.
+.. [2] Favaro, S. and Teh, Y. W. (2013). MCMC for normalized random measure mixture models.
+   *Stat. Sci.* 28(3), 335–359.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from pymc_crp.core.partition_math import draw_weighted
+
+__all__ = ["SweepState", "aux_label_sweep"]
+
+# Layout of the int64 ``state`` vector shared with the caller.
+N_OCCUPIED, N_FREE, N_FULL, BORN_FROM = 0, 1, 2, 3
+
+
+class SweepState:
+    """Occupied and free slot lists of a label vector, as the compiled sweep keeps them.
+
+    ``occupied[:K]`` and ``free[:L-K]`` list the slots; ``where[s]`` is the position of slot
+    ``s`` in its list; ``state`` holds ``K``, ``L - K``, the number of visits at which a new
+    cluster had prior mass but no slot was free, and the auxiliary a new cluster came from.
+    """
+
+    def __init__(self, labels: np.ndarray, n_slots: int):
+        counts = np.bincount(labels, minlength=n_slots).astype(np.int64)
+        if counts.shape[0] != n_slots:
+            raise ValueError(f"labels must lie in 0..{n_slots - 1}, got {labels.max()}")
+        self.counts = counts
+        occupied = np.flatnonzero(counts > 0).astype(np.int64)
+        free = np.flatnonzero(counts == 0).astype(np.int64)
+        self.occupied = np.zeros(n_slots, np.int64)
+        self.free = np.zeros(n_slots, np.int64)
+        self.occupied[: occupied.size] = occupied
+        self.free[: free.size] = free
+        self.where = np.zeros(n_slots, np.int64)
+        self.where[occupied] = np.arange(occupied.size)
+        self.where[free] = np.arange(free.size)
+        self.state = np.array([occupied.size, free.size, 0, -1], dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _move(slot, src, dst, where, state, src_n, dst_n):  # pragma: no cover - compiled
+    """Move ``slot`` from list ``src`` (length ``state[src_n]``) to the end of ``dst``."""
+    last = src[state[src_n] - 1]
+    pos = where[slot]
+    src[pos] = last
+    where[last] = pos
+    state[src_n] -= 1
+    dst[state[dst_n]] = slot
+    where[slot] = state[dst_n]
+    state[dst_n] += 1
+
+
+@njit(cache=True, nogil=True)
+def aux_label_sweep(
+    ll,
+    aux_ll,
+    params,
+    aux_params,
+    labels,
+    counts,
+    occupied,
+    free,
+    where,
+    state,
+    order,
+    start,
+    uniforms,
+    theta,
+    discount,
+    logw,
+):  # pragma: no cover - compiled
+    """Visit ``order[start:]`` (see the module docstring); stop after a new cluster is born.
+
+    Parameters
+    ----------
+    ll : float64 (N, L)
+        ``log p(y_i | φ_j)``; only the columns of occupied slots are read. The column of a
+        new cluster is copied from its auxiliary's.
+    aux_ll : float64 (N, m)
+        ``log p(y_i | ψ_t)``; a column is overwritten when a singleton's parameter enters it.
+    params, aux_params : float64 (L, P), (m, P)
+        Slot and auxiliary parameters (rows copied along with the columns).
+    labels, counts, occupied, free, where, state
+        Label vector and :class:`SweepState` arrays, updated in place.
+    order : int64 (N,)
+        Visiting order; ``uniforms`` (N, 3) the uniforms of each visit (label draw, auxiliary
+        taken by a singleton's parameter, free slot of a new cluster).
+    theta, discount : float
+        Pitman--Yor concentration and discount.
+    logw : float64 (L + m,)
+        Scratch.
+
+    Returns
+    -------
+    int
+        The position after the last visit made: ``N`` at the end of the sweep, else a new
+        cluster was born at the visit before it from auxiliary ``state[3]``, which the
+        caller must refresh (rows ``order[position:]`` of its column) before resuming.
+    """
+    n_obs = order.shape[0]
+    n_aux = aux_ll.shape[1]
+    for pos in range(start, n_obs):
+        i = order[pos]
+        old = labels[i]
+        counts[old] -= 1
+        if counts[old] == 0:  # a singleton: its parameter becomes a random auxiliary
+            _move(old, occupied, free, where, state, N_OCCUPIED, N_FREE)
+            t = min(int(uniforms[pos, 1] * n_aux), n_aux - 1)
+            aux_ll[:, t] = ll[:, old]
+            aux_params[t, :] = params[old, :]
+        n_occ = state[N_OCCUPIED]
+        top = -np.inf
+        for r in range(n_occ):
+            j = occupied[r]
+            logw[r] = math.log(counts[j] - discount) + ll[i, j]
+            top = max(top, logw[r])
+        new_mass = theta + discount * n_occ
+        n_choices = n_occ
+        if state[N_FREE] > 0 and new_mass > 0.0:
+            log_new = math.log(new_mass / n_aux)
+            for t in range(n_aux):
+                logw[n_occ + t] = log_new + aux_ll[i, t]
+                top = max(top, logw[n_occ + t])
+            n_choices = n_occ + n_aux
+        elif new_mass > 0.0:
+            state[N_FULL] += 1
+        if top == -np.inf:  # impossible everywhere: the prior decides
+            top = 0.0
+            for r in range(n_occ):
+                logw[r] = math.log(counts[occupied[r]] - discount)
+            for t in range(n_occ, n_choices):
+                logw[t] = math.log(new_mass / n_aux)
+        total = 0.0
+        for r in range(n_choices):
+            logw[r] = math.exp(logw[r] - top)
+            total += logw[r]
+        choice = draw_weighted(logw[:n_choices], total, uniforms[pos, 0])
+        if choice < n_occ:
+            j = occupied[choice]
+            labels[i] = j
+            counts[j] += 1
+            continue
+        t = choice - n_occ
+        slot = free[min(int(uniforms[pos, 2] * state[N_FREE]), state[N_FREE] - 1)]
+        _move(slot, free, occupied, where, state, N_FREE, N_OCCUPIED)
+        labels[i] = slot
+        counts[slot] = 1
+        ll[:, slot] = aux_ll[:, t]
+        params[slot, :] = aux_params[t, :]
+        state[BORN_FROM] = t
+        return pos + 1
+    return n_obs

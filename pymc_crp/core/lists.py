@@ -1,0 +1,299 @@
+r"""Ranked lists over items ``0..M-1``: their encoding and a cache of their likelihoods.
+
+The NumPy side of :class:`pymc_crp.PartialOrderLists`. Lists are padded into int64 arrays
+with ``-1`` (:func:`encode_lists`); :class:`ListLikelihoodCache` keeps, for one set of lists
+and one partial order, the count ratios of the queue-jumping likelihood
+
+.. math::
+
+    \log p(Y \mid h, p) = \sum_{j=1}^{m-1} \log\Big(\frac{p}{m-j+1} + (1-p)\,ρ_j\Big),
+
+so that moves of ``p``, and moves back to orders seen before, cost logarithms only. The PyMC
+distribution and the step methods share the process-wide :func:`list_likelihood_cache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from pymc_crp.core import linext_kernels as _linext
+from pymc_crp.core.linext_support import (
+    float_binomials,
+    loglik_from_ratios,
+    utility_relation_words,
+)
+from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error, validate_rankings
+
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "ListLikelihoodCache",
+    "ListSet",
+    "decode_lists",
+    "encode_lists",
+    "list_likelihood_cache",
+    "order_words",
+]
+
+
+def encode_lists(lists, n_items: int, name: str = "lists") -> np.ndarray:
+    """Validate lists of item indices and pad them into an int64 array with ``-1``.
+
+    ``lists`` is a sequence of integer sequences (best first) or an already padded integer
+    array. Raises ``ValueError`` naming ``name`` for repeated items, items outside
+    ``0..n_items-1``, empty lists or non-integer values.
+    """
+    padded, lengths = validate_rankings(lists, n_items, name=name)
+    out = np.full(padded.shape, -1, dtype=np.int64)
+    for i, m in enumerate(lengths):
+        out[i, :m] = padded[i, :m]
+    return out
+
+
+def decode_lists(padded) -> list[list[int]]:
+    """Padded lists back to Python lists (dropping the ``-1`` padding)."""
+    return [[int(x) for x in row if x >= 0] for row in np.asarray(padded)]
+
+
+def _item_sets(padded: np.ndarray) -> np.ndarray:
+    """The (sorted) item set of each padded list, padded the same way."""
+    sets = np.sort(np.where(padded >= 0, padded, np.iinfo(np.int64).max), axis=1)
+    return np.where(sets == np.iinfo(np.int64).max, -1, sets)
+
+
+# --------------------------------------------------------------------------------------------
+# Cache of count ratios
+# --------------------------------------------------------------------------------------------
+DEFAULT_CACHE_BYTES = 64 * 2**20
+"""Default bound on the memory of the cached count ratios (64 MiB)."""
+
+_ENTRY_OVERHEAD = 256  # bytes charged per entry for its key, dict slot and array headers
+
+
+def order_words(utilities, top_down: bool = True) -> np.ndarray:
+    """Bitset form ``(L, 4, M)`` of the dominance orders of ``utilities`` ``(L, M, K)``, as
+    the list kernels read them (the dual orders for bottom-up lists)."""
+    return utility_relation_words(utilities, dual=not top_down)
+
+
+class ListSet:
+    """Lists prepared for :class:`ListLikelihoodCache`: in step order, without repeats.
+
+    Row ``i`` of the padded ``lists`` (``-1`` after its length) is read best first
+    (``top_down``) or backwards; ``steps`` holds the distinct rows so read, sorted (lists
+    sharing their first steps are neighbours), ``inverse[i]`` the row of list ``i`` and
+    ``token`` a digest of the content (lists with equal content share cache entries).
+    """
+
+    def __init__(self, lists, top_down: bool = True):
+        lists = np.asarray(lists, dtype=np.int64)
+        if lists.ndim != 2:
+            raise ValueError(f"lists must be a padded 2-D array, got shape {lists.shape}")
+        lengths = np.sum(lists >= 0, axis=1)
+        cols = np.arange(lists.shape[1])
+        valid = cols < lengths[:, None]
+        if not top_down:
+            lists = np.take_along_axis(lists, np.where(valid, lengths[:, None] - 1 - cols, 0), 1)
+        steps = np.where(valid, lists, -1)
+        if steps.shape[0]:
+            unique, inverse = np.unique(steps, axis=0, return_inverse=True)
+        else:
+            unique, inverse = steps, np.zeros(0, dtype=np.int64)
+        self.top_down = bool(top_down)
+        self.n_lists = steps.shape[0]
+        self.steps = np.ascontiguousarray(unique, dtype=np.int64)
+        self.lengths = np.sum(self.steps >= 0, axis=1).astype(np.int64)
+        self.inverse = np.ascontiguousarray(inverse.ravel(), dtype=np.int64)
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(np.array([self.top_down, *steps.shape], dtype=np.int64).tobytes())
+        digest.update(steps.tobytes())
+        self.token = digest.digest()
+        self.nbytes = self.steps.nbytes + self.lengths.nbytes + self.inverse.nbytes
+
+
+class ListLikelihoodCache:
+    r"""Bounded LRU cache of the count ratios of lists under partial orders.
+
+    List ``Y`` (``m`` items) has, under the order ``h``, the ratios
+    ``ρ_j = 1\{Y_j \text{ maximal in } h[T_j]\}\, C(h[T_j \setminus Y_j]) / C(h[T_j])``
+    (``T_j = \{Y_j, …, Y_m\}``, ``j = 1..m-1``), so that for every ``p``
+
+    .. math:: \log p(Y \mid h, p) = \sum_{j=1}^{m-1} \log\Big(\frac{p}{m-j+1}
+        + (1-p)\,ρ_j\Big).
+
+    An entry holds the ratios of the distinct lists of one :class:`ListSet` under one order
+    (keyed by the order's bitset form and the lists' digest), filled in as lists are asked
+    for. A Metropolis move back to an order seen before, a move of ``p``, and lists whose
+    order did not change cost the logarithms only; repeated lists are counted once. The
+    values are those of :func:`pymc_crp.core.posets.list_log_likelihoods_stacked`, bit for bit.
+    Entries are evicted least recently used first, so they never take more than
+    ``max_bytes``; at most ``max_list_sets`` prepared list sets are remembered (by the
+    identity of the array: a remembered array must not be modified in place).
+    """
+
+    def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, max_list_sets: int = 8):
+        self.max_bytes = int(max_bytes)
+        self.max_list_sets = int(max_list_sets)
+        self._entries: OrderedDict = OrderedDict()
+        self._sets: OrderedDict = OrderedDict()
+        self.entry_bytes = 0
+        self.computed = 0  # distinct lists whose ratios were counted
+        self.reused = 0  # lists served from an entry
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the entries plus the remembered list sets."""
+        return self.entry_bytes + sum(s.nbytes for _, s in self._sets.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._sets.clear()
+        self.entry_bytes = 0
+
+    def list_set(self, lists, top_down: bool = True) -> ListSet:
+        """The :class:`ListSet` of ``lists``, remembered by the array's identity."""
+        key = (id(lists), bool(top_down))
+        found = self._sets.get(key)
+        if found is not None and found[0]() is lists:
+            self._sets.move_to_end(key)
+            return found[1]
+        prepared = ListSet(lists, top_down)
+        if isinstance(lists, np.ndarray):
+            self._sets[key] = (weakref.ref(lists), prepared)
+            while len(self._sets) > self.max_list_sets:
+                self._sets.popitem(last=False)
+        return prepared
+
+    def log_likelihoods(
+        self,
+        list_set: ListSet,
+        words,
+        labels,
+        p: float,
+        *,
+        rows=None,
+        want_grad: bool = False,
+        max_states: int = DEFAULT_MAX_STATES,
+    ):
+        """``log p(Y_i | h_{labels}, p)`` for lists ``rows`` (default: all).
+
+        ``words`` is :func:`order_words` of the slots' utilities (same direction as
+        ``list_set``), ``labels`` the slot of each requested list. Returns the
+        log-likelihoods, and ``d/dp`` of them with ``want_grad``.
+        """
+        words = np.ascontiguousarray(words, dtype=np.uint64)
+        index = list_set.inverse if rows is None else list_set.inverse[rows]
+        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
+        if labels.shape != index.shape or words.ndim != 3 or words.shape[1] != 4:
+            raise ValueError(
+                f"labels {labels.shape} must match the lists {index.shape} and words be "
+                f"(L, 4, M), got {words.shape}"
+            )
+        ll = np.empty(index.shape[0])
+        dp = np.empty(index.shape[0])
+        if index.size and (labels.min() < 0 or labels.max() >= words.shape[0]):
+            raise ValueError(f"labels must lie in 0..{words.shape[0] - 1}")
+        if index.size and labels.min() == labels.max():
+            groups = [(int(labels[0]), slice(None))]
+        else:
+            order = np.argsort(labels, kind="stable")
+            bounds = np.searchsorted(labels[order], np.arange(words.shape[0] + 1))
+            groups = [
+                (a, order[bounds[a] : bounds[a + 1]])
+                for a in range(words.shape[0])
+                if bounds[a + 1] > bounds[a]
+            ]
+        zeros = scratch = None
+        for slot, sel in groups:
+            needed = index[sel]
+            if p < 1.0 or want_grad:
+                entry = self._entry(list_set, words, slot, needed, max_states)
+                ratios, combined = entry.ratios, entry.combined(p, want_grad)
+            else:  # every term is 1 / r_j: no counts needed
+                if zeros is None:
+                    zeros = np.zeros(_Entry.ratio_shape(list_set))
+                    n_rows = zeros.shape[0]
+                    scratch = (np.empty(n_rows), np.empty(n_rows), np.zeros(n_rows, dtype=bool))
+                ratios, combined = zeros, scratch
+            ll[sel], dp[sel] = loglik_from_ratios(
+                ratios, list_set.lengths, needed, float(p), bool(want_grad), *combined
+            )
+        return (ll, dp) if want_grad else ll
+
+    def _entry(self, list_set, words, slot, needed, max_states):
+        """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled."""
+        key = (list_set.token, words[slot].tobytes())
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = _Entry(list_set, len(key[1]))
+            if entry.nbytes <= self.max_bytes:
+                while self._entries and self.entry_bytes + entry.nbytes > self.max_bytes:
+                    self.entry_bytes -= self._entries.popitem(last=False)[1].nbytes
+                self._entries[key] = entry
+                self.entry_bytes += entry.nbytes
+        else:
+            self._entries.move_to_end(key)
+        mask = np.zeros(entry.done.shape[0], dtype=bool)
+        mask[needed] = True
+        mask &= ~entry.done
+        missing = np.flatnonzero(mask)  # sorted: neighbours share their first steps
+        if missing.size:
+            ok = _linext.ratios_kernel(
+                words[slot : slot + 1],
+                list_set.steps,
+                list_set.lengths,
+                missing,
+                np.array([0, missing.size], dtype=np.int64),
+                True,
+                float_binomials(),
+                int(max_states),
+                entry.ratios,
+            )
+            if not ok:
+                raise _limit_error(words.shape[2], max_states)
+            entry.done[missing] = True
+        self.computed += missing.size
+        self.reused += needed.size - missing.size
+        return entry
+
+
+class _Entry:
+    """The count ratios of a list set's distinct lists under one order (rows ``done``), and
+    their log-likelihoods at the last ``p`` asked for (rows ``seen``)."""
+
+    def __init__(self, list_set, key_bytes):
+        self.ratios = np.empty(self.ratio_shape(list_set))
+        n_rows = self.ratios.shape[0]
+        self.done = np.zeros(n_rows, dtype=bool)
+        self.p = None
+        self.row_ll, self.row_dp = np.empty(n_rows), np.empty(n_rows)
+        self.seen = np.zeros(n_rows, dtype=bool)
+        arrays = (self.ratios, self.done, self.row_ll, self.row_dp, self.seen)
+        self.nbytes = sum(a.nbytes for a in arrays) + key_bytes + _ENTRY_OVERHEAD
+
+    @staticmethod
+    def ratio_shape(list_set):
+        return list_set.steps.shape[0], max(list_set.steps.shape[1] - 1, 0)
+
+    def combined(self, p, want_grad):
+        """``(row_ll, row_dp, seen)`` for ``p`` (forgotten when ``p`` or ``want_grad``
+        changes)."""
+        if self.p != (p, want_grad):
+            self.seen[:] = False
+            self.p = (p, want_grad)
+        return self.row_ll, self.row_dp, self.seen
+
+
+_CACHE = ListLikelihoodCache()
+
+
+def list_likelihood_cache() -> ListLikelihoodCache:
+    """The process-wide cache used by :class:`PartialOrderListsLogLikelihood` and
+    :class:`~pymc_crp.UtilityMetropolis` (set its ``max_bytes`` to change the bound)."""
+    return _CACHE

@@ -1,0 +1,336 @@
+r"""Ready-made models: partial orders from ranked lists (single and clustered).
+
+Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
+package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels without
+covariates, ``CRPGibbs`` for the others, ``UtilityMetropolis`` for the utilities,
+``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for ``rho`` and
+``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a Gamma
+concentration).
+
+The measurement-error normal mixture builder lives in :mod:`pymc_crp.models.normal_mixture` and is
+re-exported here (``pmc.models.measurement_error_mixture``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+from pymc_crp.core.lists import encode_lists
+from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, gumbel_utilities
+from pymc_crp.distributions.partial_order_lists import PartialOrderLists
+from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
+from pymc_crp.roles import set_role
+
+__all__ = ["clustered_partial_orders", "partial_order"]
+
+PARTITIONS = ("crp", "dirichlet-multinomial")
+
+
+def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item_names=None):
+    if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 2:
+        raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
+    if isinstance(n_dims, bool) or not isinstance(n_dims, int | np.integer) or n_dims < 1:
+        raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    try:
+        ab = np.asarray(rho_prior, dtype=float)
+    except (TypeError, ValueError):
+        ab = np.full(0, np.nan)
+    if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+        raise ValueError(
+            f"rho_prior must be a pair (a, b) of positive finite Beta parameters, got {rho_prior!r}"
+        )
+    if item_names is not None:
+        names = list(item_names)
+        if len(names) != n_items:
+            raise ValueError(f"item_names must hold n_items={n_items} names, got {len(names)}")
+        if len(set(names)) != len(names):
+            raise ValueError("item_names must be distinct")
+    padded = encode_lists(lists, int(n_items), name="lists")
+    if covariates is not None:
+        covariates = np.asarray(covariates, dtype=float)
+        if covariates.ndim != 2 or covariates.shape[0] != n_items:
+            raise ValueError(
+                f"covariates must have shape (n_items, n_covariates), got {covariates.shape}"
+            )
+        if not np.all(np.isfinite(covariates)):
+            raise ValueError("covariates must be finite")
+    return padded, covariates
+
+
+def _check_discount(discount, partition):
+    """``None`` for a fixed discount in ``[0, 1)``, else the pair ``(a, b)`` of its Beta
+    prior; ``ValueError`` naming ``discount`` otherwise."""
+    if isinstance(discount, tuple | list):
+        try:
+            ab = np.asarray(discount, dtype=float)
+        except (TypeError, ValueError):
+            ab = np.full(0, np.nan)
+        if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+            raise ValueError(
+                f"discount must be a number in [0, 1) or a pair (a, b) of positive Beta "
+                f"parameters, got {discount!r}"
+            )
+        prior = (float(ab[0]), float(ab[1]))
+    else:
+        try:
+            value = float(discount)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"discount must be a number in [0, 1) or a pair (a, b), got {discount!r}"
+            ) from None
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"discount must lie in [0, 1), got {discount!r}")
+        prior = None
+        if value == 0.0:
+            return None
+    if partition != "crp":
+        raise ValueError("discount needs partition='crp' (the Pitman--Yor process)")
+    return prior
+
+
+def _hyperpriors(model, n_dims, noise, rho_prior):
+    """``rho`` (for K > 1) and the noise ``p``; both get the hyperparameter step."""
+    rho = 0.0
+    if n_dims > 1:
+        rho = pm.Beta("rho", *rho_prior)
+        set_role(model, rho, "hyperparameter")
+    if noise is None:
+        p = pm.Beta("p", 1.0, 9.0)
+        set_role(model, p, "hyperparameter")
+    else:
+        try:
+            noise_value = float(noise)
+        except (TypeError, ValueError):
+            noise_value = np.nan
+        if not 0.0 <= noise_value <= 1.0:
+            raise ValueError(f"noise must be a probability in [0, 1] or None, got {noise!r}")
+        p = float(noise)
+    return rho, p
+
+
+def _order_utilities(utilities, covariates):
+    """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates."""
+    if covariates is None:
+        return utilities
+    beta = pm.Normal("beta", 0.0, 1.0, shape=covariates.shape[1])
+    shift = pt.as_tensor(covariates) @ beta
+    return gumbel_utilities(utilities) + shift[:, None]
+
+
+def partial_order(
+    lists,
+    n_items: int,
+    *,
+    n_dims: int = 2,
+    direction: str = "top-down",
+    noise: float | None = None,
+    rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
+    covariates=None,
+    item_names=None,
+) -> pm.Model:
+    r"""One latent partial order for all lists.
+
+    ``ρ ~ Beta(1, 1/6)``, ``U_j ~ N(0, Σ_ρ)`` (``M × K``), ``p ~ Beta(1, 9)``, and each list a
+    queue-jumping linear extension of the dominance order of ``U`` (or of
+    ``η = G⁻¹(Φ(U)) + xβ``, ``β ~ N(0, 1)``, with item covariates ``x``).
+
+    Parameters
+    ----------
+    lists : list of lists of int
+        Ranked lists of 0-based item indices, best first.
+    n_items : int
+    n_dims : int, default 2
+        ``K``, the number of latent dimensions (``K = 1`` gives Plackett--Luce-like lists).
+    direction : {"top-down", "bottom-up"}
+    noise : float, optional
+        Fix ``p``; by default ``p ~ Beta(1, 9)``.
+    rho_prior : (a, b)
+        Beta prior of ``ρ``.
+    covariates : array (n_items, n_covariates), optional
+    item_names : list of str, optional
+        Coordinates of the ``item`` dimension.
+    """
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
+    coords = {
+        "item": list(item_names) if item_names is not None else list(range(n_items)),
+        "dim": list(range(n_dims)),
+        "list": list(range(padded.shape[0])),
+        "position": list(range(padded.shape[1])),
+    }
+    with pm.Model(coords=coords) as model:
+        rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
+        utilities = EquicorrelatedNormal(
+            "U", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
+        )
+        if n_dims > 1:
+            set_role(model, rho, "hyperparameter", noncentred="correlation", utilities=[utilities])
+        eta = _order_utilities(utilities, covariates)
+        PartialOrderLists(
+            "lists",
+            eta,
+            None,
+            p,
+            direction=direction,
+            n_items=n_items,
+            observed=padded,
+            dims=("list", "position"),
+        )
+    return model
+
+
+def clustered_partial_orders(
+    lists,
+    n_items: int,
+    *,
+    n_dims: int = 2,
+    partition: str = "crp",
+    max_clusters: int | None = None,
+    concentration=None,
+    discount: float | tuple[float, float] = 0.0,
+    direction: str = "top-down",
+    noise: float | None = None,
+    rho_prior: tuple[float, float] = (1.0, 1.0 / 6.0),
+    covariates=None,
+    item_names=None,
+) -> pm.Model:
+    r"""Lists from several unknown groups, each with its own partial order (HPO model).
+
+    .. math::
+
+        U0_j \sim N(0, Σ_ρ),\quad U^{(a)}_j \sim N(τ U0_j, (1-τ^2) Σ_ρ),\quad
+        c \sim \mathrm{CRP}(α) \text{ or } \mathrm{DM}(γ),\quad
+        Y_i \sim \mathrm{QJ}(h(U^{(c_i)}), p),
+
+    with ``ρ ~ Beta(1, 1/6)``, ``τ ~ Uniform(0, 1)``, ``p ~ Beta(1, 9)`` and, by default,
+    ``α ~ Gamma(1, 1)`` (CRP, updated by Escobar--West) or ``γ ~ Gamma(1, 1)`` (DM). The
+    label variable is named ``cluster``; slot utilities ``U`` have dims
+    ``(slot, item, dim)``.
+
+    Parameters
+    ----------
+    lists, n_items, n_dims, direction, noise, rho_prior, covariates, item_names
+        As in :func:`partial_order`.
+    partition : {"crp", "dirichlet-multinomial"}
+    max_clusters : int, optional
+        Number of slots ``L``. Default: for the CRP without covariates, ``min(n_lists, 50)``
+        (the label step scores only the occupied slots and a few auxiliary draws, so unused
+        slots cost next to nothing; a warning and the stat ``slots_full`` say when every slot
+        was taken while a new cluster had prior mass); otherwise 10.
+    concentration : float, optional
+        Fix ``α`` (CRP) or ``γ`` (DM) instead of giving it a Gamma(1, 1) prior.
+    discount : float or (a, b), default 0
+        Pitman--Yor discount ``d`` of the CRP: a number in ``[0, 1)`` fixes it (0.5 is the
+        hierarchical partial-order model's choice for survey data); a pair gives it the prior
+        ``d ~ Beta(a, b)``. A random ``d`` and, when ``d`` is not 0, a random ``α`` are
+        updated by :class:`~pymc_crp.HyperparameterMetropolis` (random walk on the
+        unconstrained scale; their only child is the label prior). The cluster weights are
+        ``n_j - d`` and ``α + dK`` (section 2 of ``docs/mathematics.md``).
+    """
+    if partition not in PARTITIONS:
+        raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
+    if max_clusters is not None and (
+        isinstance(max_clusters, bool)
+        or not isinstance(max_clusters, int | np.integer)
+        or max_clusters < 1
+    ):
+        raise ValueError(f"max_clusters must be a positive integer, got {max_clusters!r}")
+    if concentration is not None:
+        try:
+            value = float(concentration)
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"concentration must be a positive number or None, got {concentration!r}"
+            ) from None
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"concentration must be a positive finite number, got {value!r}")
+    discount_prior = _check_discount(discount, partition)
+    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
+    n_lists = padded.shape[0]
+    if max_clusters is None:
+        max_clusters = min(n_lists, 50) if partition == "crp" and covariates is None else 10
+    max_clusters = int(max_clusters)
+    coords = {
+        "item": list(item_names) if item_names is not None else list(range(n_items)),
+        "dim": list(range(n_dims)),
+        "slot": list(range(max_clusters)),
+        "list": list(range(n_lists)),
+        "position": list(range(padded.shape[1])),
+    }
+    with pm.Model(coords=coords) as model:
+        rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
+        tau = pm.Uniform("tau", 0.0, 1.0)
+        set_role(model, tau, "hyperparameter")
+        mean_utilities = EquicorrelatedNormal(
+            "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
+        )
+        utilities = EquicorrelatedNormal(
+            "U",
+            mu=tau * mean_utilities,
+            rho=rho,
+            scale=pt.sqrt(1.0 - tau**2),
+            dims=("slot", "item", "dim"),
+        )
+        # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
+        set_role(
+            model,
+            tau,
+            "hyperparameter",
+            noncentred="shrinkage",
+            utilities=[utilities],
+            mean=mean_utilities,
+        )
+        if n_dims > 1:
+            set_role(
+                model,
+                rho,
+                "hyperparameter",
+                noncentred="correlation",
+                utilities=[mean_utilities, utilities],
+            )
+        if concentration is None:
+            name = "alpha" if partition == "crp" else "gamma"
+            concentration = pm.Gamma(name, 1.0, 1.0)
+            # Escobar--West (ConcentrationGibbs) needs a CRP with d = 0.
+            if partition != "crp" or discount_prior is not None or discount != 0:
+                set_role(model, concentration, "hyperparameter")
+        if discount_prior is not None:
+            discount = pm.Beta("discount", *discount_prior)
+            set_role(model, discount, "hyperparameter")
+        if partition == "crp":
+            labels = CRP(
+                "cluster",
+                concentration,
+                discount=discount,
+                max_clusters=max_clusters,
+                dims="list",
+            )
+            if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
+                set_role(model, labels, "po_labels")
+        else:
+            labels = DirichletMultinomialPartition(
+                "cluster", concentration, n_groups=max_clusters, dims="list"
+            )
+        # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
+        set_role(
+            model,
+            mean_utilities,
+            "utility_mean",
+            slots=utilities,
+            tau=tau,
+            rho=rho,
+            labels=labels,
+        )
+        eta = _order_utilities(utilities, covariates)
+        PartialOrderLists(
+            "lists",
+            eta,
+            labels,
+            p,
+            direction=direction,
+            n_items=n_items,
+            observed=padded,
+            dims=("list", "position"),
+        )
+    return model

@@ -1,0 +1,573 @@
+r"""Step methods for the utilities of partial-order list models.
+
+The list likelihood is piecewise constant in the utilities, so they are updated by
+Metropolis moves that recompute only the lists they touch:
+
+* :class:`UtilityMetropolis` — per slot ``a``, a preconditioned Crank--Nicolson (pCN) move
+  of the whole slot, ``U'_a = m_a + √(1-β²)(U_a - m_a) + β(D_a - m_a)`` with ``D_a`` a draw
+  from the Gaussian prior of ``U_a`` (prior-reversible, so it is accepted with the likelihood
+  ratio of the slot's lists), and random-walk moves of one item's row
+  ``U'_{a,j} = U_{a,j} + σ ε`` (accepted with prior ratio times the likelihood ratio of the
+  slot's lists that contain item ``j``; the others do not change). Empty slots get an exact
+  draw from their prior. ``σ`` and ``β`` are tuned towards acceptance 0.3 during tuning.
+  A proposal that leaves the slot's dominance order unchanged reuses the lists'
+  log-likelihoods; other orders go through :func:`~pymc_crp.core.lists.list_likelihood_cache`
+  (orders seen before, e.g. after a rejected move back, cost no counting).
+* :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
+  and the hyperparameters of the hierarchy.
+* :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
+  — ``ρ``, ``τ``, ``p``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Integral
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.multivariate import MvNormalRV
+from pymc.model import modelcontext
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.tensor.elemwise import DimShuffle
+from pytensor.tensor.random.basic import NormalRV
+
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.utility_gibbs import (
+    equicorrelated_conditional,
+    interval_points,
+    sample_interval_mixture,
+)
+from pymc_crp.distributions.equicorrelated_normal import (
+    EquicorrelatedNormalParams,
+    EquicorrelatedNormalRV,
+    equicorrelated_logpdf,
+)
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
+from pymc_crp.roles import find_model
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    dependent_terms,
+    prior_draw_function,
+    term_logps,
+)
+
+__all__ = ["UtilityMetropolis"]
+
+_GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
+_TARGET_ACCEPT = 0.3
+
+
+def _list_children(model, value_var, exclude):
+    """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
+    children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
+    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
+        return None
+    if not all(c in model.observed_RVs for c in children):
+        return None
+    return children
+
+
+class _ListTerm:
+    """One observed PartialOrderLists term: compiled parameters and the lists, prepared for
+    the process-wide :func:`~pymc_crp.core.lists.list_likelihood_cache`."""
+
+    def __init__(self, model, rv, utility_value, compile_kwargs):
+        params = PartialOrderListsParams.from_rv(rv)
+        utilities, labels, noise = model.replace_rvs_by_values(
+            [params.utilities, params.labels, params.noise]
+        )
+        # The order utilities are often the utility variable itself: read it from the point.
+        self.direct = None
+        owner = utilities.owner
+        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
+            owner is not None
+            and isinstance(owner.op, DimShuffle)
+            and owner.inputs[0] is utility_value
+            and utility_value.ndim == 2
+            and tuple(owner.op.new_order) == ("x", 0, 1)
+        )
+        if (utilities is utility_value and utilities.ndim == 3) or expanded:
+            self.direct = utility_value.name
+        else:
+            self.eta_fn = compile_point_function(
+                model, pt.cast(utilities, "float64"), compile_kwargs
+            )
+        self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
+        self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
+        self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
+        self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
+        self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
+        n_items = int(model.rvs_to_values[rv].data.max()) + 1
+        self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
+        rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
+        flat = self.lists.ravel()
+        self.contains[rows[flat >= 0], flat[flat >= 0]] = True
+        # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
+        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
+        present = flat >= 0
+        np.bitwise_or.at(
+            self.item_words,
+            (rows[present], flat[present] // 64),
+            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
+        )
+        self.utility_name = utility_value.name
+
+    def words(self, point, slot=None):
+        """Bitset orders ``(L, 4, M)`` of all slots, or ``(1, 4, M)`` of ``slot``."""
+        eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
+        eta = eta if eta.ndim == 3 else eta[None]
+        return order_words(eta if slot is None else eta[slot : slot + 1], self.top_down)
+
+    def all_logliks(self, point, labels, noise):
+        """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
+        words = self.words(point)
+        cache = list_likelihood_cache()
+        return words, cache.log_likelihoods(self.list_set, words, labels, noise)
+
+    def restricted_changed(self, old, new, item, rows) -> np.ndarray:
+        """Which lists ``rows`` (all containing ``item``) see a different order when only
+        ``item``'s utilities moved from order ``old`` to ``new`` (``(4, M)`` words): a list's
+        likelihood depends on the order restricted to its items only, and ``item``'s
+        relations are its rows of items above it and items comparable to it."""
+        flips = old[:, item] ^ new[:, item]  # up_lo, up_hi, cmp_lo, cmp_hi
+        words = self.item_words[rows]
+        return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
+
+    def slot_logliks(self, words, rows, noise):
+        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``."""
+        labels = np.zeros(rows.shape[0], dtype=np.int64)
+        return list_likelihood_cache().log_likelihoods(
+            self.list_set, words, labels, noise, rows=rows
+        )
+
+
+def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
+    """The lists ``rows`` of ``term`` that contain ``item``."""
+    if item >= term.contains.shape[1]:
+        return rows[:0]
+    return rows[term.contains[rows, item]]
+
+
+@dataclass
+class _TermState:
+    """One list term during a step: the lists' ``labels`` and ``noise``, their cached
+    ``logliks`` and the slots' orders ``words`` (both updated as moves are accepted)."""
+
+    labels: np.ndarray
+    noise: float
+    logliks: np.ndarray
+    words: np.ndarray
+
+
+@dataclass
+class _SlotPrior:
+    """The prior of the slots during a step (see :meth:`UtilityMetropolis._slot_prior`);
+    ``density`` caches the elementwise prior log-density at the current utilities."""
+
+    mean: np.ndarray | None = None
+    draw: np.ndarray | None = None
+    rho: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    absent_draw: np.ndarray | None = None
+    density: np.ndarray | None = None
+
+
+@dataclass
+class _SlotSweep:
+    """The moves of one slot: the point (whose utilities are updated in place), the slot and
+    its index into the utilities, the term states and the rows of the slot's lists."""
+
+    point: dict
+    utilities: np.ndarray
+    slot: int
+    index: tuple
+    states: list
+    rows: list
+    prior: _SlotPrior
+
+
+@dataclass
+class _MoveCounts:
+    rw_tries: int = 0
+    rw_accepts: int = 0
+    pcn_tries: int = 0
+    pcn_accepts: int = 0
+
+
+@dataclass_state
+class UtilityMetropolisState(StepMethodState):
+    """Sampling state of :class:`UtilityMetropolis`, tuned proposal sizes included, so that
+    PyMC's reset between sequential chains (and pickling) restores the whole chain."""
+
+    tune: bool
+    rw_scale: float
+    pcn_step: float
+    _rw_tuner: ScaleTuner
+    _pcn_tuner: ScaleTuner
+
+
+class UtilityMetropolis(BlockedStep):
+    """Per-slot Metropolis updates of partial-order utilities (see the module docstring).
+
+    Assigned automatically to a Gaussian utility variable (``L × M × K`` slots or ``M × K``)
+    whose only children are observed :class:`~pymc_crp.PartialOrderLists`.
+
+    Parameters
+    ----------
+    vars : the utility variable
+    rw_scale : float, default 0.5
+        Initial random-walk standard deviation ``σ`` of one item's utilities.
+    pcn_step : float, default 0.3
+        Initial pCN step ``β`` in ``(0, 1]``.
+    coordinate_items : int, default 0
+        Items per occupied slot (chosen at random each step; ``-1``: all) whose ``K``
+        utilities get the exact coordinate Gibbs draw of :mod:`pymc_crp.core.utility_gibbs`: a
+        mixture of truncated normals over the intervals between the other items' values,
+        weighted by the likelihood of the slot's lists under each interval's order. Needs an
+        :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
+    pcn : bool, default True
+        Make the pCN move of each occupied slot.
+    item_sweeps : int, default 1
+        Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
+    tune : bool, default True
+        Adapt ``σ`` and ``β`` towards acceptance 0.3 while PyMC tunes.
+    """
+
+    name = "utility_metropolis"
+    default_blocked = False
+    _state_class = UtilityMetropolisState
+    stats_dtypes_shapes = {
+        "utility_rw_accept": (np.float64, []),
+        "utility_pcn_accept": (np.float64, []),
+        "utility_rw_scale": (np.float64, []),
+        "utility_pcn_step": (np.float64, []),
+    }
+
+    def __init__(
+        self,
+        vars,
+        *,
+        rw_scale: float = 0.5,
+        pcn_step: float = 0.3,
+        item_sweeps: int = 1,
+        coordinate_items: int = 0,
+        pcn: bool = True,
+        tune: bool = True,
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked=False,
+    ):
+        model = modelcontext(model)
+        (value_var,) = get_value_vars_from_user_vars(vars, model)
+        rv = model.values_to_rvs[value_var]
+        children = _list_children(model, value_var, exclude=(rv,))
+        if children is None or model.rvs_to_transforms.get(rv) is not None or rv.ndim not in (2, 3):
+            raise ValueError(
+                f"UtilityMetropolis needs untransformed (M, K) or (L, M, K) utilities whose only "
+                f"children are observed PartialOrderLists; {rv.name} is not"
+            )
+        if not 0 < pcn_step <= 1 or not rw_scale > 0:
+            raise ValueError("need 0 < pcn_step <= 1 and rw_scale > 0")
+        if isinstance(item_sweeps, bool) or not isinstance(item_sweeps, Integral):
+            raise TypeError(f"item_sweeps must be a non-negative integer, got {item_sweeps!r}")
+        if item_sweeps < 0:
+            raise ValueError(f"item_sweeps must be a non-negative integer, got {item_sweeps}")
+        self.vars = [value_var]
+        self.rng = get_random_generator(rng)
+        self.tune = True
+        self.adaptive = bool(tune)
+        self.rw_scale = float(rw_scale)
+        self.pcn_step = float(pcn_step)
+        self.item_sweeps = int(item_sweeps)
+        if isinstance(coordinate_items, bool) or not isinstance(coordinate_items, Integral):
+            raise TypeError(f"coordinate_items must be an integer, got {coordinate_items!r}")
+        if coordinate_items < -1:
+            raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
+        self.coordinate_items = int(coordinate_items)
+        self.pcn = bool(pcn)
+        self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
+        self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
+        self._name = value_var.name
+        self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
+        self._prior_fn = compile_point_function(
+            model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
+        )
+        self._gaussian = isinstance(rv.owner.op, _GAUSSIAN_OPS)
+        if self._gaussian:
+            mean = pt.broadcast_to(rv.owner.op.dist_params(rv.owner)[0], rv.shape)  # the mean
+            self._mean_fn = compile_point_function(
+                model, model.replace_rvs_by_values([mean])[0], compile_kwargs
+            )
+            self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
+        # Equicorrelated priors: closed-form row densities, and the coordinate Gibbs draws.
+        self._equi_fn = None
+        if isinstance(rv.owner.op, EquicorrelatedNormalRV):
+            params = EquicorrelatedNormalParams.from_rv(rv)
+            rho, scale = model.replace_rvs_by_values([params.rho, params.scale])
+            self._equi_fn = compile_point_function(
+                model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+            )
+        if self.coordinate_items and (
+            self._equi_fn is None or any(term.direct is None for term in self._terms)
+        ):
+            raise ValueError(
+                "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
+                f"directly (no covariates); {rv.name} is not"
+            )
+
+    def _prior_draw(self, point):
+        self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+        return self._draw_fn(point)[0]
+
+    def step(self, point):
+        point = dict(point)
+        utilities = np.array(point[self._name], dtype=np.float64, copy=True)
+        point[self._name] = utilities
+        stacked = utilities.ndim == 3
+        states = [self._term_state(term, point, stacked) for term in self._terms]
+        occupied = np.zeros(utilities.shape[0] if stacked else 1, dtype=bool)
+        for state in states:
+            occupied[state.labels] = True
+        prior = self._slot_prior(point, utilities)
+        moves = _MoveCounts()
+        for slot in range(occupied.size):
+            index = (slot,) if stacked else ()
+            if self._gaussian and not occupied[slot]:  # exact draw from the prior
+                utilities[index] = prior.draw[index]
+                prior.density = None
+                continue
+            rows = [np.flatnonzero(state.labels == slot) for state in states]
+            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior)
+            if self._gaussian and self.pcn:
+                self._pcn_move(sweep, moves)
+            items = self._items_in_lists(sweep)
+            for _ in range(self.item_sweeps):
+                for item in self.rng.permutation(items):
+                    self._item_move(sweep, item, moves)
+            if self.coordinate_items:
+                n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
+                for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
+                    for k in range(utilities.shape[-1]):
+                        self._coordinate_draw(sweep, item, k)
+                prior.density = None
+        if self.tune and self.adaptive:
+            self.rw_scale = self._rw_tuner.record(self.rw_scale, moves.rw_accepts, moves.rw_tries)
+            self.pcn_step = self._pcn_tuner.record(
+                self.pcn_step, moves.pcn_accepts, moves.pcn_tries
+            )
+        return point, [self._stats(moves)]
+
+    def _stats(self, moves: _MoveCounts) -> dict:
+        return {
+            "utility_rw_accept": moves.rw_accepts / moves.rw_tries if moves.rw_tries else np.nan,
+            "utility_pcn_accept": (
+                moves.pcn_accepts / moves.pcn_tries if moves.pcn_tries else np.nan
+            ),
+            "utility_rw_scale": self.rw_scale,
+            "utility_pcn_step": self.pcn_step,
+        }
+
+    # ------------------------------------------------------------------------------------
+    # The parts of a step
+    # ------------------------------------------------------------------------------------
+    def _term_state(self, term, point, stacked) -> _TermState:
+        """Labels, noise, orders and log-likelihoods of one list term at ``point``."""
+        labels = term.labels_fn(point) if stacked else np.zeros(term.lists.shape[0], np.int64)
+        noise = float(term.noise_fn(point))
+        words, logliks = term.all_logliks(point, labels, noise)
+        return _TermState(labels, noise, logliks, words)
+
+    def _slot_prior(self, point, utilities) -> _SlotPrior:
+        """The prior of the slots at ``point``: its mean and a draw (Gaussian utilities), the
+        per-row ``ρ`` and scale and a second draw (equicorrelated utilities)."""
+        prior = _SlotPrior()
+        if self._gaussian:
+            prior.mean = self._mean_fn(point)
+            prior.draw = self._prior_draw(point)
+        if self._equi_fn is not None:
+            prior.rho, prior.scale = (  # per row: (L, M) or (M,)
+                np.broadcast_to(v, utilities.shape[:-1]) for v in self._equi_fn(point)
+            )
+            prior.absent_draw = self._prior_draw(point)  # independent of the pCN proposals
+        return prior
+
+    def _pcn_move(self, sweep: _SlotSweep, moves: _MoveCounts) -> None:
+        """``U'_a = m_a + √(1-β²)(U_a - m_a) + β(D_a - m_a)``, accepted with the likelihood
+        ratio of the slot's lists (the move is reversible for the Gaussian prior)."""
+        utilities, index, prior = sweep.utilities, sweep.index, sweep.prior
+        beta = self.pcn_step
+        current = utilities[index].copy()
+        utilities[index] = (
+            prior.mean[index]
+            + math.sqrt(1.0 - beta**2) * (current - prior.mean[index])
+            + beta * (prior.draw[index] - prior.mean[index])
+        )
+        accepted = self._accept_slot(sweep, None, 0.0)
+        if accepted:
+            prior.density = None
+        else:
+            utilities[index] = current
+        moves.pcn_tries += 1
+        moves.pcn_accepts += accepted
+
+    def _items_in_lists(self, sweep: _SlotSweep) -> np.ndarray:
+        """The items the moves of the slot follow. With an equicorrelated prior, items in none
+        of the slot's lists get an exact draw from their prior (rows are independent given the
+        parents) and are left out; otherwise all items."""
+        utilities, index, prior = sweep.utilities, sweep.index, sweep.prior
+        n_items = utilities.shape[-2]
+        if prior.absent_draw is None:
+            return np.arange(n_items)
+        present = np.zeros(n_items, dtype=bool)
+        for term, rows in zip(self._terms, sweep.rows, strict=True):
+            present[: term.contains.shape[1]] |= term.contains[rows].any(axis=0)
+        if present.all():
+            return np.arange(n_items)
+        utilities[index][~present] = prior.absent_draw[index][~present]
+        for term, state in zip(self._terms, sweep.states, strict=True):
+            state.words[sweep.slot] = term.words(sweep.point, sweep.slot)[0]
+        prior.density = None
+        return np.flatnonzero(present)
+
+    def _item_move(self, sweep: _SlotSweep, item: int, moves: _MoveCounts) -> None:
+        """Random walk ``U'_{a,j} = U_{a,j} + σ ε`` of one item's row, accepted with the prior
+        ratio times the likelihood ratio of the slot's lists that contain the item; ``ε`` is
+        shaped like the row's prior when it is equicorrelated (:meth:`_row_noise`)."""
+        utilities, prior = sweep.utilities, sweep.prior
+        row = (*sweep.index, item)
+        old_row = utilities[row].copy()
+        new_row = old_row + self.rw_scale * self._row_noise(old_row.shape, prior.rho, row)
+        if prior.rho is not None:  # closed-form density of the row
+            mean, rho, scale = prior.mean[row], prior.rho[row], prior.scale[row]
+            log_prior_ratio = float(
+                equicorrelated_logpdf(new_row, mean, rho, scale)
+                - equicorrelated_logpdf(old_row, mean, rho, scale)
+            )
+            utilities[row] = new_row
+            new_density = None
+        else:
+            if prior.density is None:
+                prior.density = self._prior_fn(sweep.point)
+            old_prior = prior.density[row]
+            utilities[row] = new_row
+            new_density = self._prior_fn(sweep.point)  # rows independent given the parents
+            log_prior_ratio = new_density[row] - old_prior
+        accepted = self._accept_slot(sweep, item, log_prior_ratio)
+        if accepted:
+            prior.density = new_density
+        else:
+            utilities[row] = old_row
+        moves.rw_tries += 1
+        moves.rw_accepts += accepted
+
+    def _row_noise(self, shape, rho, row) -> np.ndarray:
+        """Random-walk increment of one item's row: ``N(0, Σ_ρ)`` shaped like the row's prior
+        when it is equicorrelated (moves along the strong correlation of ``ρ`` near 1), else
+        ``N(0, I)``; symmetric either way (``ρ`` is fixed during the step)."""
+        noise = self.rng.standard_normal(shape)
+        if rho is None or shape[-1] < 2:
+            return noise
+        r = float(rho[row])
+        if not 0.0 < r < 1.0:
+            return noise
+        return math.sqrt(1.0 - r) * noise + math.sqrt(r) * self.rng.standard_normal()
+
+    def _coordinate_draw(self, sweep: _SlotSweep, item: int, k: int) -> None:
+        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.core.utility_gibbs`);
+        updates the cached orders and log-likelihoods of the slot's lists."""
+        prior, index = sweep.prior, sweep.index
+        slot_u = sweep.utilities[index]
+        others = np.delete(slot_u[:, k], item)
+        low, high, inside = interval_points(others)
+        candidates = np.repeat(slot_u[None], inside.shape[0], axis=0)
+        candidates[:, item, k] = inside
+        log_lik = np.zeros(inside.shape[0])
+        found = []
+        cache = list_likelihood_cache()
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+            words = order_words(candidates, term.top_down)
+            rows = _rows_with_item(term, rows, item)
+            if rows.size:
+                keys = [w.tobytes() for w in words]
+                first = {key: r for r, key in reversed(list(enumerate(keys)))}
+                distinct = np.array(sorted(set(first.values())), dtype=np.int64)
+                lls = cache.log_likelihoods(
+                    term.list_set,
+                    words[distinct],
+                    np.repeat(np.arange(distinct.size), rows.size),
+                    state.noise,
+                    rows=np.tile(rows, distinct.size),
+                ).reshape(distinct.size, rows.size)
+                where = {int(r): d for d, r in enumerate(distinct)}
+                per_candidate = np.array([where[first[key]] for key in keys])
+                log_lik += lls.sum(axis=1)[per_candidate]
+                found.append((rows, words, lls, per_candidate))
+            else:
+                found.append((rows, words, None, None))
+        rho, scale = float(prior.rho[index][item]), float(prior.scale[index][item])
+        mu, sd = equicorrelated_conditional(slot_u[item], prior.mean[index][item], rho, scale, k)
+        x, r = sample_interval_mixture(
+            log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
+        )
+        slot_u[item, k] = x
+        for state, (rows, words, lls, per_candidate) in zip(sweep.states, found, strict=True):
+            state.words[sweep.slot] = words[r]
+            if lls is not None:
+                state.logliks[rows] = lls[per_candidate[r]]
+
+    def _accept_slot(self, sweep: _SlotSweep, item: int | None, log_ratio: float) -> bool:
+        """Metropolis test for a proposal already written into the point; caches on accept.
+
+        Only the slot's lists (containing ``item`` for a one-item move) are recomputed; when
+        the proposal leaves the slot's order unchanged their log-likelihoods are reused.
+        """
+        slot = sweep.slot
+        updates = []
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+            if item is not None:
+                rows = _rows_with_item(term, rows, item)
+            new_words = term.words(sweep.point, slot)
+            if rows.size == 0:
+                updates.append((state, rows, None, new_words))
+                continue
+            if np.array_equal(new_words[0], state.words[slot]):  # same order: same likelihoods
+                new = state.logliks[rows]
+            elif item is None:
+                new = term.slot_logliks(new_words, rows, state.noise)
+            else:  # lists whose restricted order is unchanged keep their likelihoods
+                new = state.logliks[rows].copy()
+                changed = term.restricted_changed(state.words[slot], new_words[0], item, rows)
+                if changed.any():
+                    new[changed] = term.slot_logliks(new_words, rows[changed], state.noise)
+            log_ratio += float(np.sum(new) - np.sum(state.logliks[rows]))
+            updates.append((state, rows, new, new_words))
+        accepted = accept(log_ratio, self.rng)
+        if accepted:
+            for state, rows, new, new_words in updates:
+                if new is not None:
+                    state.logliks[rows] = new
+                state.words[slot] = new_words[0]
+        return bool(accepted)
+
+    def reset_tuning(self):
+        self._rw_tuner.reset()
+        self._pcn_tuner.reset()
+
+    @staticmethod
+    def competence(var, has_grad=None):
+        """IDEAL for Gaussian utilities whose only children are observed PartialOrderLists."""
+        model = find_model(var)
+        if model is None or var not in model.free_RVs or var.ndim not in (2, 3):
+            return Competence.INCOMPATIBLE  # utilities are (M, K) or (L, M, K) matrices
+        if model.rvs_to_transforms.get(var) is not None:
+            return Competence.INCOMPATIBLE
+        if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL

@@ -1,0 +1,198 @@
+"""PartialOrderLabelGibbs (Algorithm 8 with reused auxiliary utilities) against enumeration.
+
+Oracle (tests/oracles.py): 5 lists over 3 items, ``n_dims = 1`` and independent slot
+utilities (``τ = 0``), so each cluster's order is a uniformly random total order; the
+posterior over partitions is a finite sum over set partitions and orders.
+"""
+
+import itertools
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import exact_clustered_total_orders
+
+import pymc_crp as pmc
+
+P_NOISE = 0.15
+LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
+N_LISTS, N_ITEMS = len(LISTS), 3
+
+
+def sample_tiny(
+    n_slots, n_aux, discount, theta=1.0, seed=5, draws=3000, gibbs=False, **label_kwargs
+):
+    with pm.Model():
+        z = pmc.CRP("z", theta, discount=discount, max_clusters=n_slots, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux, **label_kwargs)]
+        if gibbs:  # utilities by exact coordinate Gibbs draws only
+            steps.append(pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1))
+        idata = pm.sample(
+            draws,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            step=steps,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    return idata.posterior["z"].values
+
+
+def mismatches(z, co, k_dist, k=4.5, floor=0.01):
+    """Quantities whose posterior mean is further than ``k`` MCSE (+ floor) from the oracle."""
+    bad = []
+    for i, j in itertools.combinations(range(N_LISTS), 2):
+        ind = (z[..., i] == z[..., j]).astype(float)
+        if abs(ind.mean() - co[i, j]) > k * float(np.ravel(az.mcse(ind))[0]) + floor:
+            bad.append((i, j, ind.mean(), co[i, j]))
+    n_clusters = np.array([[len(np.unique(r)) for r in chain] for chain in z])
+    for c in range(1, N_LISTS + 1):
+        ind = (n_clusters == c).astype(float)
+        mcse = float(np.ravel(az.mcse(ind))[0]) if ind.std() > 0 else 0.0
+        if abs(ind.mean() - k_dist[c]) > k * mcse + floor:
+            bad.append(("K", c, ind.mean(), k_dist[c]))
+    return bad
+
+
+@pytest.fixture(scope="module")
+def many_slots():
+    """20 slots for 5 lists, m = 2 auxiliaries, Dirichlet process (d = 0)."""
+    return sample_tiny(n_slots=20, n_aux=2, discount=0.0)
+
+
+def test_many_slots_match_enumeration(many_slots):
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0)
+    assert not mismatches(many_slots, co, k_dist)
+
+
+def test_pitman_yor_one_auxiliary_matches_enumeration():
+    """d = 0.3 (weights n_j - d and (θ + dK)/m), m = 1, L = N: every slot may be taken."""
+    z = sample_tiny(n_slots=N_LISTS, n_aux=1, discount=0.3, seed=7)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
+    assert not mismatches(z, co, k_dist)
+
+
+def test_with_coordinate_gibbs_utilities_matches_enumeration():
+    """Slot utilities updated only by the exact coordinate Gibbs draws."""
+    z = sample_tiny(n_slots=10, n_aux=2, discount=0.0, seed=9, draws=2000, gibbs=True)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0)
+    assert not mismatches(z, co, k_dist)
+
+
+@pytest.mark.parametrize("discount", [0.0, 0.4])
+def test_merge_split_alone_matches_enumeration(discount):
+    """Only the merge--split moves change the labels (no sweep): irreducible on their own, and
+    exact for Pitman--Yor weights; 6 slots so that splits are sometimes refused."""
+    z = sample_tiny(n_slots=6, n_aux=1, discount=discount, seed=11, sweep=False, merge_split=3)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, discount)
+    assert not mismatches(z, co, k_dist)
+    wrong = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.4 - discount)
+    assert mismatches(z, *wrong)  # the comparison has power against the other discount
+
+
+def test_comparison_has_power(many_slots):
+    """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
+    would a sampler that ignores the discount."""
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 2.0, 0.0)
+    assert mismatches(many_slots, co, k_dist)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
+    assert mismatches(many_slots, co, k_dist)
+
+
+def test_assigned_by_the_builder_only_for_crp_without_covariates():
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2)
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert pmc.PartialOrderLabelGibbs in selected and pmc.CRPGibbs not in selected
+    assert model["U"].shape.eval()[0] == 3  # default max_clusters = min(n_lists, 50)
+    for kwargs in ({"partition": "dirichlet-multinomial"}, {"covariates": np.eye(3)[:, :1]}):
+        model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, **kwargs)
+        _, selected = pm.sampling.mcmc.assign_step_methods(model)
+        assert pmc.CRPGibbs in selected and pmc.PartialOrderLabelGibbs not in selected
+
+
+def test_reproducible_and_cost_follows_the_occupied_slots():
+    rng = np.random.default_rng(0)
+    lists = [rng.permutation(6).tolist() for _ in range(40)]
+    model = pmc.models.clustered_partial_orders(lists, 6, n_dims=2, max_clusters=40)
+    runs = []
+    for _ in range(2):
+        step = pmc.PartialOrderLabelGibbs(  # the sweep alone: merges would join random lists
+            [model["cluster"]], model=model, rng=np.random.default_rng(3), merge_split=0
+        )
+        point = model.initial_point()
+        out = []
+        for _ in range(5):
+            point, stats = step.step(point)
+            out.append(point["cluster"].copy())
+        runs.append(np.array(out))
+        assert stats[0]["n_clusters"] == len(np.unique(point["cluster"]))
+        assert not stats[0]["slots_full"]
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert len(np.unique(runs[0])) > 1
+
+
+def test_bad_arguments():
+    lists = [[0, 1, 2], [2, 1, 0]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
+    with pytest.raises(ValueError, match="n_aux"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=0)
+    with pytest.raises(TypeError, match="n_aux"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=1.5)
+    with pytest.raises(ValueError, match="merge_split"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=-1)
+    with pytest.raises(TypeError, match="merge_split"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=2.0)
+    with pytest.raises(ValueError, match="sweep=False"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=0, sweep=False)
+    with pytest.raises(TypeError, match="CRP label vector"):
+        pmc.PartialOrderLabelGibbs([model["U0"]], model=model)
+
+
+def test_pitman_yor_discount_in_the_builder():
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
+    fixed = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=0.5)
+    assert float(fixed["cluster"].owner.inputs[3].eval()) == 0.5
+    _, selected = pm.sampling.mcmc.assign_step_methods(fixed)
+    assert [v.name for v in selected[pmc.HyperparameterMetropolis]] == [
+        "p_logodds__",
+        "alpha_log__",
+    ]  # Escobar--West needs d = 0
+    random = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=(1.0, 2.0))
+    assert "discount" in random.named_vars
+    _, selected = pm.sampling.mcmc.assign_step_methods(random)
+    assert "discount_logodds__" in [v.name for v in selected[pmc.HyperparameterMetropolis]]
+    for bad, err in ((1.0, ValueError), (-0.1, ValueError), ((1.0, 0.0), ValueError)):
+        with pytest.raises(err, match="discount"):
+            pmc.models.clustered_partial_orders(lists, 3, discount=bad)
+    with pytest.raises(TypeError, match="discount"):
+        pmc.models.clustered_partial_orders(lists, 3, discount="x")
+    with pytest.raises(ValueError, match="discount"):
+        pmc.models.clustered_partial_orders(
+            lists, 3, discount=0.5, partition="dirichlet-multinomial"
+        )
+
+
+def test_annealing_only_while_tuning():
+    """``anneal`` tempers the label moves during tuning only: after tuning the draws are those
+    of the plain step (same generator), during tuning they differ."""
+    rng = np.random.default_rng(1)
+    lists = [rng.permutation(5).tolist() for _ in range(30)]
+    model = pmc.models.clustered_partial_orders(lists, 5, n_dims=2, max_clusters=30)
+    point = model.initial_point()
+    for tune, same in ((False, True), (True, False)):
+        outs = []
+        for anneal in (0, 50):
+            step = pmc.PartialOrderLabelGibbs(
+                [model["cluster"]], model=model, rng=np.random.default_rng(4), anneal=anneal
+            )
+            step.tune = tune
+            outs.append(step.step(point)[0]["cluster"])
+        assert np.array_equal(*outs) == same
+    with pytest.raises(ValueError, match="anneal"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, anneal=-1)

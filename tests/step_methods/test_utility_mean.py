@@ -1,0 +1,78 @@
+"""UtilityMeanGibbs: the collapsed density of the occupied slots and the moves of tau/rho.
+
+The exact posteriors of tau and rho with these moves in place are checked by
+test_noncentred.py (the builder assigns them); here: the density with U0 integrated out
+against a dense multivariate normal, and the stationary distribution of the hyperparameters
+when the lists carry no information (their prior).
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+
+import pymc_crp as pmc
+from pymc_crp.core.utility_hierarchy import collapsed_log_density
+
+
+def dense_log_density(slots, tau, rho):
+    n, m, k = slots.shape
+    sigma = (1 - rho) * np.eye(k) + rho
+    across = (1 - tau**2) * np.eye(n) + tau**2
+    cov = np.kron(across, sigma)
+    return sum(
+        stats.multivariate_normal(np.zeros(n * k), cov).logpdf(slots[:, j].ravel())
+        for j in range(m)
+    )
+
+
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_collapsed_density_matches_the_dense_normal(n):
+    rng = np.random.default_rng(n)
+    slots = rng.normal(size=(n, 4, 3))
+    settings = [(0.3, 0.2), (0.8, 0.5), (0.05, 0.9), (0.99, 0.0)]
+    ours = np.array([collapsed_log_density(slots, t, r) for t, r in settings])
+    dense = np.array([dense_log_density(slots, t, r) for t, r in settings])
+    np.testing.assert_allclose(ours - ours[0], dense - dense[0], atol=1e-8)
+    assert collapsed_log_density(slots, 1.0, 0.2) == -np.inf
+
+
+def test_collapsed_moves_keep_the_prior_without_information():
+    """p = 1: the lists carry no information, so tau ~ U(0, 1) and rho ~ Beta(2, 2) whatever
+    the labels; only UtilityMeanGibbs moves tau and rho here (the others are held fixed)."""
+    rng = np.random.default_rng(4)
+    lists = [rng.permutation(4).tolist() for _ in range(6)]
+    model = pmc.models.clustered_partial_orders(
+        lists, 4, n_dims=2, noise=1.0, rho_prior=(2.0, 2.0), concentration=1.0
+    )
+    with model:
+        steps = [
+            pmc.UtilityMeanGibbs([model["U0"]]),
+            pmc.PartialOrderLabelGibbs([model["cluster"]]),
+            pmc.UtilityMetropolis([model["U"]]),
+        ]
+        idata = pm.sample(
+            1500,
+            tune=200,
+            chains=2,
+            cores=1,
+            random_seed=3,
+            step=steps,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    tau = idata.posterior["tau"].values.ravel()
+    rho = idata.posterior["rho"].values.ravel()
+    assert stats.kstest(tau[::5], stats.uniform().cdf).pvalue > 1e-3
+    assert stats.kstest(rho[::5], stats.beta(2, 2).cdf).pvalue > 1e-3
+    assert stats.kstest(rho[::5], stats.beta(2, 2.8).cdf).pvalue < 1e-3  # power
+    accept = idata.sample_stats["collapsed_accept"].values.mean()
+    assert 0.2 < accept < 0.95
+
+
+def test_collapsed_moves_validated():
+    model = pmc.models.clustered_partial_orders([[0, 1], [1, 0]], 2, n_dims=2)
+    with pytest.raises(ValueError, match="collapsed_moves"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, collapsed_moves=-1)
+    with pytest.raises(TypeError, match="collapsed_moves"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, collapsed_moves=0.5)

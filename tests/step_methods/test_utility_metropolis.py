@@ -1,0 +1,298 @@
+"""Utility step methods of partial-order models against exact posteriors.
+
+Oracles:
+* K = 1 with independent slot utilities: each slot's order is a uniformly random permutation,
+  so the posterior over partitions and over each cluster's order is a finite enumeration.
+* K = 2, one order: the prior probability of each partial order on 3 items estimated from
+  2·10⁶ prior draws (relative error < 1%), times the exact list likelihood.
+* U0 | U, τ, ρ: Gaussian conditional computed with dense linear algebra.
+"""
+
+import itertools
+import math
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import eppf, set_partitions
+
+import pymc_crp as pmc
+from pymc_crp.posets import chain_order, list_log_likelihood, partial_order_from_utilities
+
+P_NOISE = 0.15
+LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
+N_LISTS, N_ITEMS = len(LISTS), 3
+PERMS = list(itertools.permutations(range(N_ITEMS)))
+
+
+def order_of(perm):
+    """Adjacency of the total order ``perm`` (best first)."""
+    adj = np.zeros((N_ITEMS, N_ITEMS), dtype=bool)
+    chain = chain_order(N_ITEMS)
+    adj[np.ix_(perm, perm)] = chain
+    return adj
+
+
+LIK = np.array(  # LIK[i, s] = p(Y_i | order PERMS[s])
+    [[math.exp(list_log_likelihood(order_of(s), y, P_NOISE)) for s in PERMS] for y in LISTS]
+)
+
+
+def exact_k1_posterior(theta=1.0):
+    """Co-clustering, P(K = k) and P(order of list 0's cluster = s) by enumeration."""
+    co = np.zeros((N_LISTS, N_LISTS))
+    k_dist = np.zeros(N_LISTS + 1)
+    order0 = np.zeros(len(PERMS))
+    total = 0.0
+    for blocks in set_partitions(N_LISTS):
+        block_liks = [LIK[b].prod(axis=0) / len(PERMS) for b in blocks]  # per order
+        weight = eppf([len(b) for b in blocks], theta, 0.0) * np.prod(
+            [bl.sum() for bl in block_liks]
+        )
+        total += weight
+        k_dist[len(blocks)] += weight
+        for b, bl in zip(blocks, block_liks, strict=True):
+            co[np.ix_(b, b)] += weight
+            if 0 in b:
+                order0 += weight * bl / bl.sum()
+    return co / total, k_dist / total, order0 / total
+
+
+@pytest.fixture(scope="module")
+def k1_idata():
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=N_LISTS, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_LISTS, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        idata = pm.sample(
+            2500,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=11,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    return model, idata
+
+
+def within_mc_error(indicator, exact, k=4.5, floor=0.01):
+    mcse = float(np.ravel(az.mcse(indicator))[0])
+    return abs(float(indicator.mean()) - exact) < k * mcse + floor, (indicator.mean(), exact, mcse)
+
+
+def test_steps_assigned(k1_idata):
+    model, _ = k1_idata
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert set(selected) == {pmc.CRPGibbs, pmc.UtilityMetropolis}
+
+
+def test_clustered_k1_partition_posterior_is_exact(k1_idata):
+    _, idata = k1_idata
+    co_exact, k_exact, _ = exact_k1_posterior()
+    z = idata.posterior["z"].values
+    for i, j in itertools.combinations(range(N_LISTS), 2):
+        ok, info = within_mc_error((z[..., i] == z[..., j]).astype(float), co_exact[i, j])
+        assert ok, (i, j, info)
+    n_clusters = np.array([[len(np.unique(row)) for row in chain] for chain in z])
+    for k in range(1, N_LISTS + 1):
+        ok, info = within_mc_error((n_clusters == k).astype(float), k_exact[k])
+        assert ok, (k, info)
+
+
+def test_clustered_k1_order_posterior_is_exact(k1_idata):
+    """The order of list 0's cluster: P(order = s | Y) by enumeration."""
+    _, idata = k1_idata
+    _, _, order_exact = exact_k1_posterior()
+    z = idata.posterior["z"].values
+    u = idata.posterior["U"].values[..., 0]  # (chain, draw, slot, item)
+    slot_utils = np.take_along_axis(u, z[..., 0][..., None, None], axis=2)[:, :, 0]
+    ranks = np.argsort(-slot_utils, axis=-1)
+    codes = np.array([[PERMS.index(tuple(r)) for r in chain] for chain in ranks])
+    for s in range(len(PERMS)):
+        ok, info = within_mc_error((codes == s).astype(float), order_exact[s])
+        assert ok, (PERMS[s], info)
+
+
+def test_wrong_oracle_is_rejected(k1_idata):
+    """The comparison has power: an oracle that ignores the lists (prior only) fails."""
+    _, idata = k1_idata
+    z = idata.posterior["z"].values
+    prior_co = 1.0 / 2.0  # CRP(1): P(c_0 = c_1) = 1/(1 + θ)
+    assert not within_mc_error((z[..., 0] == z[..., 1]).astype(float), prior_co)[0]
+
+
+# --------------------------------------------------------------------------------------------
+# One order, K = 2
+# --------------------------------------------------------------------------------------------
+RHO = 0.5
+LISTS_K2 = [[0, 1, 2], [0, 2, 1], [1, 0], [0, 2]]
+
+
+def prior_order_probabilities(n_draws=2_000_000, seed=0):
+    rng = np.random.default_rng(seed)
+    eps = rng.standard_normal((n_draws, N_ITEMS, 2))
+    common = rng.standard_normal((n_draws, N_ITEMS, 1))
+    u = math.sqrt(1 - RHO) * eps + math.sqrt(RHO) * common
+    adj = np.all(u[:, :, None, :] > u[:, None, :, :], axis=-1)
+    codes = adj.reshape(n_draws, -1) @ (1 << np.arange(N_ITEMS * N_ITEMS))
+    values, counts = np.unique(codes, return_counts=True)
+    return dict(zip(values.tolist(), (counts / n_draws).tolist(), strict=True))
+
+
+def test_single_order_k2_posterior_over_orders_is_exact():
+    prior = prior_order_probabilities()
+    weights = {}
+    for code, prob in prior.items():
+        adj = ((code >> np.arange(9)) & 1).astype(bool).reshape(3, 3)
+        lik = np.exp(sum(list_log_likelihood(adj, y, P_NOISE) for y in LISTS_K2))
+        weights[code] = prob * lik
+    norm = sum(weights.values())
+    with pm.Model():
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_ITEMS, 2)), rho=RHO)
+        pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS_K2)
+        idata = pm.sample(
+            3000,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=4,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    u_draws = idata.posterior["U"].values
+    adj = np.all(u_draws[..., :, None, :] > u_draws[..., None, :, :], axis=-1)
+    codes = adj.reshape(*adj.shape[:2], -1) @ (1 << np.arange(9))
+    for code, w in sorted(weights.items(), key=lambda kv: -kv[1])[:6]:
+        ok, info = within_mc_error((codes == code).astype(float), w / norm)
+        assert ok, (code, info)
+
+
+# --------------------------------------------------------------------------------------------
+# U0 Gibbs
+# --------------------------------------------------------------------------------------------
+def test_utility_mean_gibbs_matches_dense_conditional():
+    lists = [[0, 1, 2], [2, 1, 0]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
+    step = pmc.UtilityMeanGibbs(  # the conditional of U0 given tau and rho: no tau/rho moves
+        [model["U0"]], model=model, rng=np.random.default_rng(1), collapsed_moves=0
+    )
+    rng = np.random.default_rng(2)
+    point = model.initial_point()
+    tau, rho = 0.6, 0.3
+    point["tau_interval__"] = np.log(tau / (1 - tau))
+    point["rho_logodds__"] = np.log(rho / (1 - rho))
+    point["U"] = rng.normal(size=(4, 3, 2))
+    point["cluster"] = np.array([2, 0])  # slots 0 and 2 occupied: U0 given those two only
+    sigma = (1 - rho) * np.eye(2) + rho
+    precision = np.linalg.inv(sigma) * (1 + 2 * tau**2 / (1 - tau**2))
+    cov = np.linalg.inv(precision)
+    steps = [step.step(point)[0] for _ in range(20_000)]
+    draws = np.array([s["U0"] for s in steps])
+    for s in steps[:3]:  # occupied slots kept, empty ones redrawn
+        np.testing.assert_array_equal(s["U"][[0, 2]], point["U"][[0, 2]])
+        assert not np.any(s["U"][[1, 3]] == point["U"][[1, 3]])
+    # The empty slots follow N(tau U0, (1 - tau^2) Sigma) given the new U0.
+    resid = np.array([(s["U"][[1, 3]] - tau * s["U0"]) for s in steps]).reshape(-1, 2)
+    assert np.allclose(np.cov(resid.T), (1 - tau**2) * sigma, atol=0.03)
+    for j in range(3):
+        occupied = point["U"][[0, 2], j].sum(axis=0)
+        mean = cov @ (np.linalg.inv(sigma) @ occupied) * tau / (1 - tau**2)
+        se = np.sqrt(np.diag(cov) / len(draws))
+        assert np.all(np.abs(draws[:, j].mean(axis=0) - mean) < 4.5 * se)
+        emp_cov = np.cov(draws[:, j].T)
+        assert np.allclose(emp_cov, cov, atol=4.5 * np.sqrt(2.0 / len(draws)) * cov.max())
+
+
+def test_utility_step_reproducible_and_validates():
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
+    model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1)
+    point = model.initial_point()
+    a = pmc.UtilityMetropolis([model["U"]], model=model, rng=np.random.default_rng(5))
+    b = pmc.UtilityMetropolis([model["U"]], model=model, rng=np.random.default_rng(5))
+    pa, pb = point, point
+    for _ in range(5):
+        pa, _ = a.step(pa)
+        pb, _ = b.step(pb)
+    np.testing.assert_array_equal(pa["U"], pb["U"])
+    assert not np.array_equal(pa["U"], point["U"])
+    with pytest.raises(ValueError, match="UtilityMetropolis needs"):
+        pmc.UtilityMetropolis([model["rho"]], model=model)
+    adj = partial_order_from_utilities(pa["U"])
+    assert adj.shape == (3, 3)
+
+
+def test_utility_step_same_chain_with_and_without_the_cache():
+    """The list-likelihood cache and the reuse of unchanged orders change no draw."""
+    from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache
+
+    rng = np.random.default_rng(11)
+    orders = [partial_order_from_utilities(rng.normal(size=(7, 2))) for _ in range(2)]
+    lists = []
+    for i in range(60):
+        items = rng.choice(7, size=4 + i % 4, replace=False)
+        lists.append(pmc.posets.sample_list(orders[i % 2], items, 0.1, rng).tolist())
+    model = pmc.models.clustered_partial_orders(lists, 7, n_dims=2, max_clusters=4)
+    cache = list_likelihood_cache()
+    traces = []
+    for max_bytes in (DEFAULT_CACHE_BYTES, 0):
+        cache.clear()
+        cache.max_bytes = max_bytes
+        try:
+            with model:
+                step = pm.sampling.mcmc.instantiate_steppers(
+                    model, *pm.sampling.mcmc.assign_step_methods(model, None)
+                )
+                step = pm.CompoundStep(step) if isinstance(step, list) else step
+                step.set_rng(np.random.default_rng(3))
+                point, trace = model.initial_point(), []
+                for _ in range(15):
+                    point, _ = step.step(point)
+                    trace.append(np.concatenate([np.ravel(point[k]) for k in sorted(point)]))
+            traces.append(np.array(trace))
+            if max_bytes:
+                assert cache.reused > 0 and len(cache) > 0
+            else:
+                assert len(cache) == 0
+        finally:
+            cache.max_bytes = DEFAULT_CACHE_BYTES
+    np.testing.assert_array_equal(traces[0], traces[1])
+
+
+def test_lists_with_an_unchanged_restricted_order_keep_their_likelihood():
+    """``_ListTerm.restricted_changed``: after one item's utilities move, a list it reports
+    unchanged has the same likelihood under the new order (checked with the brute-force
+    ``list_log_likelihood`` of the posets core), and some lists are reported unchanged."""
+    from pymc_crp.step_methods.utility_metropolis import _ListTerm
+
+    rng = np.random.default_rng(3)
+    n_items = 70  # two bitset words
+    lists = [rng.choice(n_items, size=6, replace=False).tolist() for _ in range(300)]
+    model = pmc.models.partial_order(lists, n_items, n_dims=2)
+    term = _ListTerm(model, model["lists"], model.rvs_to_values[model["U"]], None)
+    from pymc_crp.core.lists import order_words
+
+    reported_unchanged = 0
+    for _ in range(20):
+        u = rng.normal(size=(n_items, 2))
+        item = int(rng.integers(n_items))
+        moved = u.copy()
+        moved[item] += 0.7 * rng.normal(size=2)
+        rows = np.flatnonzero([item in y for y in lists])
+        old, new = order_words(u[None])[0], order_words(moved[None])[0]
+        changed = term.restricted_changed(old, new, item, rows)
+        before, after = partial_order_from_utilities(u), partial_order_from_utilities(moved)
+        for row, flag in zip(rows, changed, strict=True):
+            same = list_log_likelihood(before, lists[row], 0.1) == pytest.approx(
+                list_log_likelihood(after, lists[row], 0.1)
+            )
+            items = lists[row]
+            restricted_same = np.array_equal(
+                before[np.ix_(items, items)], after[np.ix_(items, items)]
+            )
+            assert flag != restricted_same  # exactly the lists whose restricted order moved
+            if not flag:
+                reported_unchanged += 1
+                assert same
+    assert reported_unchanged > 0
