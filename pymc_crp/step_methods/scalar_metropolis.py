@@ -148,6 +148,8 @@ class ScalarMetropolis(ScalarStep):
     tune_interval : int, default 1
         Steps whose acceptance rate drives one adaptation of the scale.
 
+    Notes
+    -----
     Sample stats ``scalar_accepted`` and ``scalar_scale`` (the subclasses name them after
     their parameters: ``concentration_*``, ``hyperparameter_*``).
     """
