@@ -29,6 +29,7 @@ Finite Dirichlet--multinomial prior (``A`` groups, total mass ``γ``, weights in
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -169,19 +170,35 @@ def log_block_count_weights(n: int, max_blocks: int, discount: float) -> np.ndar
 
     (the new item opens a block, or joins one of the ``k`` blocks of sizes ``n_b`` with
     weight ``n_b - d``; ``W(1, 1) = 1``). For ``d = 0`` these are the unsigned Stirling numbers
-    of the first kind. Computed in log space, ``O(n · max_blocks)``.
+    of the first kind. Computed in log space by a compiled loop, ``O(n · max_blocks)``, and
+    remembered for the last few ``(n, max_blocks, d)`` (the table does not depend on ``θ``,
+    and a truncated CRP's concentration step asks for it at every step): a read-only array.
     """
-    n = int(n)
-    max_blocks = int(max_blocks)
-    d = float(discount)
+    return _block_count_table(int(n), int(max_blocks), float(discount))
+
+
+@functools.lru_cache(maxsize=16)
+def _block_count_table(n: int, max_blocks: int, discount: float) -> np.ndarray:
+    out = _block_count_kernel(n, max_blocks, discount)
+    out.flags.writeable = False
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _block_count_kernel(n, max_blocks, d):  # pragma: no cover - compiled
     log_w = np.full(max_blocks + 1, -np.inf)  # index k = 0..max_blocks, for m items
     log_w[1] = 0.0  # m = 1
-    k = np.arange(1, max_blocks + 1)
     for m in range(1, n):
-        with np.errstate(divide="ignore"):
-            join = np.log(np.maximum(m - k * d, 0.0)) + log_w[1:]
-        log_w[1:] = np.logaddexp(log_w[:-1], join)
-    return log_w[1:]
+        for k in range(max_blocks, 0, -1):  # from the top: log_w[k - 1] is still W(m, k - 1)
+            weight = m - k * d
+            join = math.log(weight) + log_w[k] if weight > 0.0 else -np.inf
+            a, b = log_w[k - 1], join
+            top = max(a, b)
+            if top == -np.inf:
+                log_w[k] = -np.inf
+            else:
+                log_w[k] = top + math.log(math.exp(a - top) + math.exp(b - top))
+    return log_w[1:].copy()
 
 
 def log_prob_at_most_blocks(
