@@ -33,7 +33,6 @@ variable with the same prior for every slot.
 
 from __future__ import annotations
 
-import math
 from numbers import Integral
 
 import numpy as np
@@ -52,6 +51,7 @@ from pymc_crp.distributions.partial_order_lists import (
 )
 from pymc_crp.distributions.partitions import CRPRV, CRPParams
 from pymc_crp.roles import get_role
+from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -248,9 +248,6 @@ class PartialOrderLabelGibbs(BlockedStep):
             splits += self._split_prior(moves, members, s, t)
         return merges, splits, refused
 
-    def _accept(self, log_ratio: float) -> bool:
-        return bool(math.log(self.rng.random()) < log_ratio)
-
     def _split_prior(self, moves, members, s, t) -> bool:
         """Split with ``j``'s side in slot ``t`` under a fresh prior draw ``ψ``."""
         psi = moves.next_draw()
@@ -266,7 +263,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             + float(np.sum(ll_new[moved] - moves.ll[members[moved], s]))
             - log_q
         )
-        if not self._accept(log_ratio):
+        if not accept(log_ratio, self.rng):
             return False
         moves.set_slot(t, psi, members, ll_new, self)
         moves.relabel(members[moved], s, t)
@@ -284,7 +281,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             + float(np.sum(ll[moved, t] - ll[moved, s]))
             - log_q
         )
-        if not self._accept(log_ratio):
+        if not accept(log_ratio, self.rng):
             return False
         moves.relabel(moved, t, s)
         return True
