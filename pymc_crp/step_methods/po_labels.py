@@ -40,6 +40,7 @@ import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
@@ -94,6 +95,15 @@ class _MergeSplitState:
         self.counts[target] += rows.size
 
 
+@dataclass_state
+class PartialOrderLabelState(StepMethodState):
+    """Sampling state of :class:`PartialOrderLabelGibbs`: the tuning flag and the annealing
+    counter, so that PyMC's reset between sequential chains restores the whole chain."""
+
+    tune: bool
+    _iteration: int
+
+
 class PartialOrderLabelGibbs(BlockedStep):
     """Algorithm 8 label sweeps for clustered partial orders (see the module docstring).
 
@@ -128,7 +138,7 @@ class PartialOrderLabelGibbs(BlockedStep):
 
     name = "po_label_gibbs"
     default_blocked = False
-    _state_class = StepMethodState
+    _state_class = PartialOrderLabelState
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),
         "merges": (np.int64, []),
