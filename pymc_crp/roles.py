@@ -4,6 +4,13 @@ PyMC calls a step method's ``competence`` with a variable only; these registries
 the variable's model (even outside a ``with model:`` block) and any role that one of the
 package's model builders recorded for it. Models are held weakly.
 
+A role is a typed, frozen record whose type names the role and whose attributes are the graph
+pieces the step method needs: :class:`HyperparameterRole` (``ρ``, ``τ``, ``p``, ``α``, ``d``;
+with a non-centred kind for ``ρ`` and ``τ``), :class:`LabelsRole` (CRP labels swept by
+Algorithm 8), :class:`UtilityMeanRole` (``U0``). The partial-order builders of
+:mod:`pymc_crp.models.partial_orders` write them with :func:`set_role`; the steps read them
+back by attribute with :func:`get_role`.
+
 The normal-mixture builder (:func:`pymc_crp.models.measurement_error_mixture`) records its
 variables and constants as one typed record, :class:`MixtureRoles`
 (:func:`register_mixture`); the conjugate steps of :mod:`pymc_crp.step_methods.normal_gibbs`
@@ -14,6 +21,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 from pymc.model import Model, modelcontext
@@ -22,8 +30,14 @@ from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
 
 __all__ = [
     "NONCENTRED_KINDS",
+    "ROLE_TYPES",
+    "HyperparameterRole",
+    "LabelsRole",
     "MixtureRoles",
-    "NonCentredRole",
+    "ModelRegistry",
+    "REGISTRY",
+    "Role",
+    "UtilityMeanRole",
     "find_model",
     "get_role",
     "mixture_roles",
@@ -35,46 +49,113 @@ __all__ = [
     "set_role",
 ]
 
-# Models in which partition priors were created, so that competence checks (which PyMC
-# calls with a variable only) can find the model even outside a ``with model:`` block.
-_MODELS: weakref.WeakSet = weakref.WeakSet()
+
+class ModelRegistry:
+    """What the package remembers about PyMC models: one owner, every model held weakly.
+
+    It keeps the models in which the package's distributions were created (PyMC calls a step
+    method's ``competence`` with a variable only, so the registry finds the variable's model
+    even outside a ``with model:`` block), the roles the builders record, and named per-model
+    caches of graphs and compiled functions (:meth:`cache`: the step methods'
+    ``term_logps``, the conjugate detections, the non-centred joint log-density).
+
+    It lives in this process only and is never pickled: :func:`pymc.sample` assigns and
+    builds the step methods in the parent process, and ``pm.sample(cores=2)`` ships the
+    built steps (which hold their compiled functions, not the registry) to the workers. A
+    model that is collected drops out of every table.
+    """
+
+    def __init__(self):
+        self._models: weakref.WeakSet = weakref.WeakSet()
+        self._roles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def add_model(self, model: Model) -> None:
+        """Remember ``model`` (weakly)."""
+        self._models.add(model)
+
+    def models(self) -> list[Model]:
+        """The remembered models that are still alive."""
+        return list(self._models)
+
+    def set_role(self, model: Model, var, role) -> None:
+        """Record ``role`` for ``var`` of ``model``."""
+        self.add_model(model)
+        self._roles.setdefault(model, {})[var] = role
+
+    def role(self, model: Model, var):
+        """The role record of ``var`` of ``model``, or ``None``."""
+        return self._roles.get(model, {}).get(var)
+
+    def roles(self, model: Model) -> dict:
+        """``{variable: role record}`` of ``model`` (a copy)."""
+        return dict(self._roles.get(model, {}))
+
+    def cache(self, model: Model, name: str) -> dict:
+        """The per-model cache ``name`` of ``model`` (a dict the caller fills)."""
+        return self._caches.setdefault(model, {}).setdefault(name, {})
+
+    def clear(self) -> None:
+        """Forget every model, role and cache entry."""
+        self._models.clear()
+        self._roles.clear()
+        self._caches.clear()
+
+    def __len__(self) -> int:
+        """The number of remembered models."""
+        return len(self._models)
 
 
-# Roles that the model builders give their variables, so that the builders' step methods are
-# assigned automatically to those variables only: model -> {variable: (role, info)}.
-_ROLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+REGISTRY = ModelRegistry()
+"""The process-wide :class:`ModelRegistry`."""
 
 
 def register_model(model: Model) -> None:
-    _MODELS.add(model)
+    """Remember ``model`` in :data:`REGISTRY` (so that :func:`find_model` finds it)."""
+    REGISTRY.add_model(model)
 
 
-def set_role(model: Model, var, role: str, **info) -> None:
-    """Record that ``var`` of ``model`` plays ``role`` (with graph ``info``) for step methods."""
-    register_model(model)
-    _ROLES.setdefault(model, {})[var] = (role, info)
+def set_role(model: Model, var, role: Role) -> None:
+    """Record that ``var`` of ``model`` plays ``role`` (a typed record) for step methods."""
+    if not isinstance(role, ROLE_TYPES):
+        raise TypeError(f"role must be one of {[t.__name__ for t in ROLE_TYPES]}, got {role!r}")
+    REGISTRY.set_role(model, var, role)
 
 
-def get_role(var, model: Model | None = None) -> tuple[str | None, dict]:
-    """The role of ``var`` recorded by :func:`set_role`, or ``(None, {})``."""
+def get_role(var, model: Model | None = None) -> Role | None:
+    """The role record of ``var`` recorded by :func:`set_role`, or ``None``.
+
+    The type of the record is the role: :class:`HyperparameterRole`, :class:`LabelsRole`,
+    :class:`UtilityMeanRole` or :class:`MixtureRoles`.
+    """
     model = find_model(var) if model is None else model
     if model is None:
-        return None, {}
-    return _ROLES.get(model, {}).get(var, (None, {}))
+        return None
+    return REGISTRY.role(model, var)
 
 
-@dataclass(frozen=True)
-class NonCentredRole:
-    """A hyperparameter that rescales utility vectors (:mod:`pymc_crp.step_methods.noncentred`).
+NONCENTRED_KINDS = ("correlation", "shrinkage")
+"""The kinds of non-centred move of a :class:`HyperparameterRole`."""
 
-    ``kind`` is ``"correlation"`` (``ρ``: every ``K``-vector of ``utilities`` is mapped) or
-    ``"shrinkage"`` (``τ``: the slots ``utilities`` move about their ``mean`` ``U0``).
+
+@dataclass(frozen=True, eq=False)
+class HyperparameterRole:
+    """A scalar hyperparameter of a partial-order model (random-walk Metropolis).
+
+    ``noncentred`` is ``None`` for a plain hyperparameter, else the kind of non-centred move
+    (:mod:`pymc_crp.step_methods.noncentred`): ``"correlation"`` (``ρ``: every ``K``-vector of
+    ``utilities`` is mapped) or ``"shrinkage"`` (``τ``: the slots ``utilities`` move about
+    their ``mean`` ``U0``).
     """
 
-    var: object
-    kind: str
-    utilities: tuple
+    noncentred: str | None = None
+    utilities: tuple = ()
     mean: object = None
+
+    def __post_init__(self):
+        if self.noncentred not in (None, *NONCENTRED_KINDS):
+            raise ValueError(f"noncentred must be None or one of {NONCENTRED_KINDS}")
+        object.__setattr__(self, "utilities", tuple(self.utilities))
 
     @property
     def moved(self) -> tuple:
@@ -82,34 +163,47 @@ class NonCentredRole:
         return (*self.utilities, *(() if self.mean is None else (self.mean,)))
 
 
-NONCENTRED_KINDS = ("correlation", "shrinkage")
-"""The kinds of :class:`NonCentredRole`."""
+@dataclass(frozen=True, eq=False)
+class LabelsRole:
+    """CRP labels whose lists read the slot utilities directly (Algorithm 8 label sweeps)."""
 
 
-def _noncentred(var, role: str | None, info: dict) -> NonCentredRole | None:
-    if role != "hyperparameter" or info.get("noncentred") not in NONCENTRED_KINDS:
-        return None
-    return NonCentredRole(var, info["noncentred"], tuple(info["utilities"]), info.get("mean"))
+@dataclass(frozen=True, eq=False)
+class UtilityMeanRole:
+    """The mean utilities ``U0`` of the hierarchical partial-order model.
 
-
-def noncentred_role(var, model: Model | None = None) -> NonCentredRole | None:
-    """The :class:`NonCentredRole` a builder recorded for ``var``, or ``None``.
-
-    The builders record it with ``set_role(model, var, "hyperparameter", noncentred=kind,
-    utilities=[...], mean=...)``.
+    ``slots`` are the slot utilities ``U``, ``tau`` and ``rho`` the shrinkage and correlation
+    (variables or constants; ``rho`` is ``0.0`` for ``K = 1``), ``labels`` the cluster labels
+    (``None``: every slot is occupied).
     """
-    return _noncentred(var, *get_role(var, model))
+
+    slots: object
+    tau: object
+    rho: object
+    labels: object = None
 
 
-def noncentred_roles(model: Model) -> list[NonCentredRole]:
-    """Every :class:`NonCentredRole` of ``model``, in the order they were recorded."""
-    found = (_noncentred(var, role, info) for var, (role, info) in roles(model).items())
-    return [r for r in found if r is not None]
+def noncentred_role(var, model: Model | None = None) -> HyperparameterRole | None:
+    """The :class:`HyperparameterRole` of ``var`` if it has a non-centred move, else ``None``."""
+    role = get_role(var, model)
+    if isinstance(role, HyperparameterRole) and role.noncentred is not None:
+        return role
+    return None
+
+
+def noncentred_roles(model: Model) -> dict:
+    """``{variable: HyperparameterRole}`` of the non-centred hyperparameters of ``model``, in
+    the order they were recorded."""
+    return {
+        var: role
+        for var, role in roles(model).items()
+        if isinstance(role, HyperparameterRole) and role.noncentred is not None
+    }
 
 
 def roles(model: Model) -> dict:
-    """All recorded roles of ``model``: ``{variable: (role, info)}``."""
-    return dict(_ROLES.get(model, {}))
+    """All recorded roles of ``model``: ``{variable: role record}``."""
+    return REGISTRY.roles(model)
 
 
 def find_model(var) -> Model | None:
@@ -120,7 +214,7 @@ def find_model(var) -> Model | None:
             return model
     except TypeError:
         pass
-    for model in list(_MODELS):
+    for model in REGISTRY.models():
         if var in model.basic_RVs:
             return model
     return None
@@ -171,26 +265,26 @@ class MixtureRoles:
         """Whether ``(μ, Σ)`` have a conjugate conditional (``θ`` present, or ``V = 0``)."""
         return self.theta is not None or self.v is None
 
+    PARTS: ClassVar[tuple[str, ...]] = ("labels", "theta", "mu", "sigma", "weights")
+
     def role_of(self, var) -> str | None:
-        for role in ("labels", "theta", "mu", "sigma", "weights"):
+        """The part (one of :attr:`PARTS`) that ``var`` plays, or ``None``."""
+        for role in self.PARTS:
             if getattr(self, role) is var and var is not None:
                 return role
         return None
 
 
-_ROLE_PREFIX = "normal_mixture_"
-
-
 def register_mixture(model: Model, roles: MixtureRoles) -> None:
     """Record the roles of the variables of a normal-mixture model built by this package.
 
-    Uses the package registry (:func:`set_role`) with the roles
-    ``normal_mixture_<role>`` and the :class:`MixtureRoles` as the role information.
+    Each variable gets the :class:`MixtureRoles` itself as its role record
+    (:meth:`MixtureRoles.role_of` tells which part it plays).
     """
-    for role in ("labels", "theta", "mu", "sigma", "weights"):
-        var = getattr(roles, role)
+    for part in MixtureRoles.PARTS:
+        var = getattr(roles, part)
         if var is not None:
-            set_role(model, var, _ROLE_PREFIX + role, mixture=roles)
+            set_role(model, var, roles)
 
 
 def mixture_roles(var, model: Model | None = None) -> tuple[Model | None, MixtureRoles | None]:
@@ -198,7 +292,14 @@ def mixture_roles(var, model: Model | None = None) -> tuple[Model | None, Mixtur
     model = find_model(var) if model is None else model
     if model is None:
         return None, None
-    role, info = get_role(var, model)
-    if role is None or not role.startswith(_ROLE_PREFIX):
+    role = get_role(var, model)
+    if not isinstance(role, MixtureRoles):
         return None, None
-    return model, info["mixture"]
+    return model, role
+
+
+Role = HyperparameterRole | LabelsRole | UtilityMeanRole | MixtureRoles
+"""A role record: the type says which step method a variable gets."""
+
+ROLE_TYPES = (HyperparameterRole, LabelsRole, UtilityMeanRole, MixtureRoles)
+"""The types of role record :func:`set_role` accepts."""

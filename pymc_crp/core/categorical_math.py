@@ -47,7 +47,7 @@ def dirichlet_sample_posterior(alpha: np.ndarray, counts: np.ndarray, rng) -> np
 
 @njit(cache=True, nogil=True)
 def categorical_collapsed_sweep(
-    y, alpha, labels, counts, cat_counts, order, uniforms, prior_code, param_a, param_b
+    y, alpha, labels, counts, cat_counts, order, uniforms, prior_code, concentration, discount
 ):  # pragma: no cover
     """One collapsed Gibbs sweep of the labels (in place) for Dirichlet--categorical slots.
 
@@ -69,7 +69,7 @@ def categorical_collapsed_sweep(
         old = labels[i]
         counts[old] -= 1
         cat_counts[old, c] -= 1
-        n_occupied = conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        n_occupied = conditional_slot_weights(counts, prior_code, concentration, discount, prior_w)
         if prior_code == CRP_PRIOR and n_occupied == n_slots:
             n_full += 1
         total = 0.0

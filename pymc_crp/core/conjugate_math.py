@@ -249,7 +249,18 @@ def log_predictive(
 
 @njit(cache=True, nogil=True)
 def collapsed_label_sweep(
-    family, y, aux, hyper, labels, counts, stats, order, uniforms, prior_code, param_a, param_b
+    family,
+    y,
+    aux,
+    hyper,
+    labels,
+    counts,
+    stats,
+    order,
+    uniforms,
+    prior_code,
+    concentration,
+    discount,
 ):  # pragma: no cover
     r"""One sweep of collapsed Gibbs updates of the labels (Neal's Algorithm 3), in place.
 
@@ -279,7 +290,7 @@ def collapsed_label_sweep(
         Visiting order.
     uniforms : (N,) float64
         One uniform per visit.
-    prior_code, param_a, param_b
+    prior_code, concentration, discount
         Partition prior as in :func:`pymc_crp.core.partition_math.conditional_slot_weights`.
 
     Returns
@@ -300,7 +311,7 @@ def collapsed_label_sweep(
         if counts[old] == 0:  # exact zeros: no round-off left in an empty slot
             stats[old, 0] = 0.0
             stats[old, 1] = 0.0
-        n_occupied = conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        n_occupied = conditional_slot_weights(counts, prior_code, concentration, discount, prior_w)
         if prior_code == CRP_PRIOR and n_occupied == n_slots:
             n_full += 1
         for j in range(n_slots):

@@ -64,7 +64,7 @@ def _weights_kernel(loglik, weights, impossible):  # pragma: no cover
 
 @njit(cache=True, nogil=True)
 def gibbs_label_sweep(
-    lik_weights, labels, counts, order, uniforms, prior_code, param_a, param_b, probs_out
+    lik_weights, labels, counts, order, uniforms, prior_code, concentration, discount, probs_out
 ):  # pragma: no cover
     """One sweep of single-site Gibbs updates of the labels, in place.
 
@@ -80,7 +80,7 @@ def gibbs_label_sweep(
         Visiting order (a permutation of ``0..N-1``).
     uniforms : (N,) float64
         Uniform draws on ``[0, 1)``, one per visit.
-    prior_code, param_a, param_b
+    prior_code, concentration, discount
         Prior and its parameters as in ``conditional_slot_weights``.
     probs_out : (N, L) float64 or (0, 0)
         If it has ``N`` rows, receives each observation's conditional probabilities.
@@ -99,7 +99,7 @@ def gibbs_label_sweep(
     for t in range(n_obs):
         i = order[t]
         counts[labels[i]] -= 1
-        n_occupied = conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        n_occupied = conditional_slot_weights(counts, prior_code, concentration, discount, prior_w)
         if prior_code == CRP_PRIOR and n_occupied == n_slots:
             n_full += 1
         total = 0.0
@@ -117,7 +117,7 @@ def gibbs_label_sweep(
 
 @njit(cache=True, nogil=True)
 def full_conditionals(
-    lik_weights, labels, counts, prior_code, param_a, param_b, out
+    lik_weights, labels, counts, prior_code, concentration, discount, out
 ):  # pragma: no cover
     r"""Every label's full conditional at the current state, ``out[i, j] = P(c_i = j | c_{-i}, φ)``.
 
@@ -135,7 +135,7 @@ def full_conditionals(
     prior_w = np.empty(n_slots)
     for i in range(n_obs):
         counts[labels[i]] -= 1
-        conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        conditional_slot_weights(counts, prior_code, concentration, discount, prior_w)
         counts[labels[i]] += 1
         total = 0.0
         for j in range(n_slots):

@@ -1,16 +1,19 @@
 """Numba kernels for linear extensions of partial orders on at most 128 items.
 
-The compiled core behind :mod:`pymc_crp.core.posets` (which validates all input): counting,
-uniform sampling and the count ratios of the queue-jumping list likelihood. Preparation
-(bitsets, primes, binomials, CRT) and the ratios-to-likelihood arithmetic live in
-:mod:`pymc_crp.core.linext_support`.
+The compiled core behind :mod:`pymc_crp.core.posets` (which validates all input): counting
+and the count ratios of the queue-jumping list likelihood. Preparation (bitsets, primes,
+binomials, CRT) and the ratios-to-likelihood arithmetic live in
+:mod:`pymc_crp.core.linext_support`; drawing lists and linear extensions in
+:mod:`pymc_crp.core.linext_sampling`, built on the helpers here.
 
-Compilation. The three entry points have ``cache=True``: their machine code, helpers
+Compilation. The entry points have ``cache=True``: their machine code, helpers
 linked in, is kept in ``__pycache__`` for later processes. Hence no jitclass (not
 cacheable): the memo is plain arrays, and the wrappers always pass the same dtypes and
 C-contiguous writable arrays, so each entry point compiles once. Helpers get no Python
 wrappers and, but for the two that allocate, no reference counting (an atomic update
-per array per call). Keep the helpers here: the cache does not see edits elsewhere.
+per array per call). Keep the helpers here: the cache does not see edits elsewhere (the
+sampling entry point of :mod:`pymc_crp.core.linext_sampling` links them in too, so after an
+edit here delete ``pymc_crp/core/__pycache__/linext_sampling*`` as well).
 
 Sets and orders. A set of items is two uint64 words ``(lo, hi)`` (item ``x`` is bit
 ``x`` of ``lo`` or ``x - 64`` of ``hi``). An order is ``rel``, uint64 ``(4, n)``: rows
@@ -441,78 +444,6 @@ def count_kernel(rel, primes, binom_f, binom_r, max_states):
         f = _count_missing(rel, m, (binom_f, binom_r), lo, hi, np.int64(-1))
     meta = m[1]
     return f, m[0][7, : primes.shape[0]].copy(), meta[0], meta[2] != 0
-
-
-# ------------------------------------------------------------------ sampling, lists
-# Allocation-free loops stop at the draw or list needing a bigger memo; the entry point
-# grows it and resumes there.
-
-
-@_leaf
-def _sample_rows(rel, m, binom, p, uniforms, s, out, cand, w):
-    """Draw ``out[s:]`` (see :func:`sample_lists_kernel`); scratch ``cand`` uint64
-    ``(1, n)`` and ``w`` float64 ``(n,)``. Returns the number of draws done: all, or fewer
-    when the memo must grow first; -1 past ``max_states``."""
-    n = out.shape[1]
-    while s < out.shape[0]:
-        lo, hi = _full_set(n)
-        for step in range(n):
-            r = n - step
-            if uniforms[s, step, 0] < p:
-                tlo, thi = lo, hi  # the remaining item number floor(r * u)
-                for _ in range(min(np.int64(uniforms[s, step, 1] * r), r - 1)):
-                    _, tlo, thi = _pop(tlo, thi)
-                chosen, _, _ = _pop(tlo, thi)
-            else:
-                nm = _maximal(rel, lo, hi, cand, np.int64(0))
-                chosen = np.int64(cand[0, nm - 1])
-                if nm > 1:
-                    total = 0.0
-                    for c in range(nm):
-                        blo, bhi = _bit(np.int64(cand[0, c]))
-                        w[c] = _count(rel, m, binom, lo & ~blo, hi & ~bhi)
-                        if w[c] == _FULL:
-                            return s
-                        if m[1][2] != 0:
-                            return -1
-                        total += w[c]
-                    u = uniforms[s, step, 1] * total
-                    acc = 0.0
-                    for c in range(nm):
-                        acc += w[c]
-                        if u < acc:
-                            chosen = np.int64(cand[0, c])
-                            break
-            out[s, step] = chosen
-            blo, bhi = _bit(chosen)
-            lo &= ~blo
-            hi &= ~bhi
-        s += 1
-    return s
-
-
-@_jit
-def sample_lists_kernel(rel, p, uniforms, binom_f, max_states):
-    """Top-down queue-jumping lists over all ``n`` items of the order ``rel``.
-
-    With ``p = 0`` these are uniform linear extensions. Step ``t`` (remaining set
-    ``T``, ``r = |T|``): if ``uniforms[s, t, 0] < p`` the next item is ``T``'s item
-    number ``floor(r * uniforms[s, t, 1])``; otherwise it is a maximal ``j`` drawn with
-    probability ``C(T - j) / C(T)`` using ``uniforms[s, t, 1]``. (Top-down lists of the
-    dual order are reversed bottom-up lists of the order.)
-    Returns ``(out, exceeded)`` with ``out`` of shape ``(size, n)``.
-    """
-    n = rel.shape[1]
-    m = _new_memo(np.empty(0, np.uint64), max_states)
-    binom = (binom_f, np.empty((0, 1, 1), np.uint64))
-    out = np.empty((uniforms.shape[0], n), np.int64)
-    cand = np.empty((1, max(n, 1)), np.uint64)
-    w = np.empty(max(n, 1))
-    s = _sample_rows(rel, m, binom, p, uniforms, 0, out, cand, w)
-    while 0 <= s < out.shape[0]:
-        m = _grow(m)
-        s = _sample_rows(rel, m, binom, p, uniforms, s, out, cand, w)
-    return out, s < 0
 
 
 @_leaf

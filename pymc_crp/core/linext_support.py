@@ -6,6 +6,11 @@ the kernels as bitsets (:func:`relation_words`). Two small self-contained numba 
 (cached on disk; they call nothing in :mod:`pymc_crp.core.linext_kernels`) live here too:
 :func:`utility_relation_words` builds the bitsets straight from utilities and
 :func:`loglik_from_ratios` turns count ratios into list log-likelihoods at a given ``p``.
+
+The tables are memoised with :func:`functools.lru_cache` and stay so: they are constants
+(pure functions of their small integer arguments, bounded in number), identical in every
+process, so they need no owner, no clearing and nothing when steps are pickled to workers.
+Callers must not write into the arrays returned.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ and one partial order, the count ratios of the queue-jumping likelihood
 
 so that moves of ``p``, and moves back to orders seen before, cost logarithms only. The PyMC
 distribution and the step methods share the process-wide :func:`list_likelihood_cache`.
+
+That cache stays a module-level instance on purpose: its one owner is the
+:class:`ListLikelihoodCache` object (bounded by ``max_bytes``; ``len``, ``nbytes`` and
+``clear()``), and the compiled log-likelihood op and the steps look it up when they run
+rather than holding it, so pickled steps (``pm.sample(cores=2)``) start each worker with an
+empty cache of its own and draws do not depend on what it holds.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import weakref
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,6 +37,7 @@ from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error, validate_rank
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
+    "EncodedLists",
     "ListLikelihoodCache",
     "ListSet",
     "decode_lists",
@@ -39,13 +47,41 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, eq=False)
+class EncodedLists:
+    """Lists that :func:`encode_lists` has validated and padded for ``n_items`` items.
+
+    :func:`encode_lists` returns the ``padded`` array of such lists as it is, so a model
+    builder that validates the lists itself can pass them on (e.g. as the ``observed`` of
+    :class:`pymc_crp.PartialOrderLists`) without a second validation.
+    """
+
+    padded: np.ndarray
+    n_items: int
+
+    @classmethod
+    def encode(cls, lists, n_items: int, name: str = "lists") -> EncodedLists:
+        """Validate and pad ``lists`` (see :func:`encode_lists`)."""
+        return cls(encode_lists(lists, n_items, name=name), int(n_items))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(n_lists, max_len)``."""
+        return self.padded.shape
+
+
 def encode_lists(lists, n_items: int, name: str = "lists") -> np.ndarray:
     """Validate lists of item indices and pad them into an int64 array with ``-1``.
 
-    ``lists`` is a sequence of integer sequences (best first) or an already padded integer
-    array. Raises ``ValueError`` naming ``name`` for repeated items, items outside
+    ``lists`` is a sequence of integer sequences (best first), an already padded integer
+    array, or :class:`EncodedLists` for ``n_items`` items (returned without a second check).
+    Raises ``ValueError`` naming ``name`` for repeated items, items outside
     ``0..n_items-1``, empty lists or non-integer values.
     """
+    if isinstance(lists, EncodedLists):
+        if lists.n_items == n_items:
+            return lists.padded
+        lists = lists.padded  # validated for other items: check again
     padded, lengths = validate_rankings(lists, n_items, name=name)
     out = np.full(padded.shape, -1, dtype=np.int64)
     for i, m in enumerate(lengths):

@@ -98,8 +98,8 @@ def mvn_collapsed_sweep(
     order,
     uniforms,
     prior_code,
-    param_a,
-    param_b,
+    concentration,
+    discount,
 ):  # pragma: no cover
     """One collapsed Gibbs sweep of the labels (in place) for the multivariate normal mean.
 
@@ -132,7 +132,7 @@ def mvn_collapsed_sweep(
             sums[old] = 0.0
         logdets[old] = _predictive(prior_prec[old], prior_prec_mean[old], w, sigma, counts[old],
                                    sums[old], means[old], chols[old])  # fmt: skip
-        n_occupied = conditional_slot_weights(counts, prior_code, param_a, param_b, prior_w)
+        n_occupied = conditional_slot_weights(counts, prior_code, concentration, discount, prior_w)
         if prior_code == CRP_PRIOR and n_occupied == n_slots:
             n_full += 1
         for j in range(n_slots):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import math
+from enum import IntEnum
 
 import numpy as np
 from numba import njit
@@ -41,6 +42,7 @@ from pymc_crp.core.checks import positive_int
 __all__ = [
     "CRP_PRIOR",
     "DIRICHLET_MULTINOMIAL_PRIOR",
+    "PartitionPrior",
     "check_crp_parameters",
     "check_dirichlet_multinomial_parameters",
     "conditional_slot_weights",
@@ -62,9 +64,22 @@ __all__ = [
     "validate_labels",
 ]
 
-#: Integer codes of the two priors, as understood by :func:`conditional_slot_weights`.
-CRP_PRIOR = 0
-DIRICHLET_MULTINOMIAL_PRIOR = 1
+
+class PartitionPrior(IntEnum):
+    """The partition priors the label kernels know, with the integer code they switch on.
+
+    The kernels take the prior as ``(prior_code, concentration, discount)`` plain scalars
+    (numba): ``CRP`` with ``concentration = θ`` and ``discount = d``;
+    ``DIRICHLET_MULTINOMIAL`` with ``concentration = γ`` and ``discount = 0``.
+    """
+
+    CRP = 0
+    DIRICHLET_MULTINOMIAL = 1
+
+
+#: Plain-integer codes of :class:`PartitionPrior` for the numba kernels' comparisons.
+CRP_PRIOR = PartitionPrior.CRP.value
+DIRICHLET_MULTINOMIAL_PRIOR = PartitionPrior.DIRICHLET_MULTINOMIAL.value
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,16 +284,18 @@ def dirichlet_multinomial_label_log_prob(labels, gamma: float, n_groups: int) ->
 # Conditional weights of one label given the others
 # --------------------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # pragma: no cover
+def conditional_slot_weights(counts, prior_code, concentration, discount, out):  # pragma: no cover
     r"""Unnormalised prior weights of one label given all others (numba kernel).
 
     ``counts[j]`` are the slot sizes *without* the label being updated. With ``K`` the number
     of occupied slots and ``L = len(counts)``:
 
-    * CRP (``prior_code = 0``, ``param_a = θ``, ``param_b = d``):
+    * CRP (``prior_code = PartitionPrior.CRP``, ``concentration = θ``,
+      ``discount = d``):
       ``w_j = n_j - d`` for an occupied slot and ``w_s = (θ + d K)/(L - K)`` for each empty one
       (``K = 0``, a lone observation, gives equal weights).
-    * Dirichlet--multinomial (``prior_code = 1``, ``param_a = γ``):
+    * Dirichlet--multinomial (``prior_code = PartitionPrior.DIRICHLET_MULTINOMIAL``,
+      ``concentration = γ``):
       ``w_a = n_a + γ/A`` for every slot.
 
     Writes into ``out`` and returns the number of occupied slots ``K``.
@@ -288,20 +305,20 @@ def conditional_slot_weights(counts, prior_code, param_a, param_b, out):  # prag
     for j in range(n_slots):
         if counts[j] > 0:
             n_occupied += 1
-    if prior_code == 0:
+    if prior_code == CRP_PRIOR:
         n_empty = n_slots - n_occupied
         empty_weight = 0.0
         if n_occupied == 0:  # a lone observation: every slot is equally a new cluster
             empty_weight = 1.0
         elif n_empty > 0:
-            empty_weight = (param_a + param_b * n_occupied) / n_empty
+            empty_weight = (concentration + discount * n_occupied) / n_empty
         for j in range(n_slots):
             if counts[j] > 0:
-                out[j] = counts[j] - param_b
+                out[j] = counts[j] - discount
             else:
                 out[j] = empty_weight
     else:
-        alpha = param_a / n_slots
+        alpha = concentration / n_slots
         for j in range(n_slots):
             out[j] = counts[j] + alpha
     return n_occupied

@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from pymc_crp.core import linext_kernels as _linext
+from pymc_crp.core import linext_sampling as _sampling
 from pymc_crp.core import linext_support as _tables
 from pymc_crp.core.poset_examples import (
     antichain_order,
@@ -274,7 +275,7 @@ def _sample_extensions(sub: np.ndarray, rng, size: int, max_states: int) -> np.n
         return np.empty((size, 0), dtype=np.int64)
     if n <= MAX_ITEMS:
         uniforms = rng.random((size, n, 2))
-        out, exceeded = _linext.sample_lists_kernel(
+        out, exceeded = _sampling.sample_lists_kernel(
             _tables.relation_words(sub), 0.0, uniforms, _tables.float_binomials(), int(max_states)
         )
         if exceeded:
@@ -386,7 +387,7 @@ def sample_list(
         raise ValueError(f"items holds {idx.size} items; at most {MAX_ITEMS} are supported")
     sub = closed[np.ix_(idx, idx)]
     uniforms = rng.random((n_draws, idx.size, 2))
-    out, exceeded = _linext.sample_lists_kernel(
+    out, exceeded = _sampling.sample_lists_kernel(
         _tables.relation_words(sub, dual=not top_down),
         p,
         uniforms,

@@ -206,8 +206,8 @@ def split_merge_moves(
     counts: np.ndarray,
     n_moves: int,
     prior_code: int,
-    param_a: float,
-    param_b: float,
+    concentration: float,
+    discount: float,
     rng: np.random.Generator,
 ) -> int:
     """``n_moves`` split--merge proposals on ``labels``/``counts`` (in place, int64).
@@ -226,8 +226,8 @@ def split_merge_moves(
     extra = rng.random((n_moves, 2))
     return _moves(
         int(family), y, aux, hyper, labels, counts, first.astype(np.int64),
-        second.astype(np.int64), orders, uniforms, extra, int(prior_code), float(param_a),
-        float(param_b),
+        second.astype(np.int64), orders, uniforms, extra, int(prior_code), float(concentration),
+        float(discount),
     )  # fmt: skip
 
 

@@ -26,8 +26,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_crp.core.checks import positive_int
 from pymc_crp.core.partition_math import (
-    CRP_PRIOR,
-    DIRICHLET_MULTINOMIAL_PRIOR,
+    PartitionPrior,
     check_crp_parameters,
     check_dirichlet_multinomial_parameters,
     log_block_count_weights,
@@ -231,7 +230,7 @@ class CRPParams(RVParams):
     the number of slots ``max_clusters`` ``L`` and of observations ``n``."""
 
     op_type: ClassVar[type] = CRPRV
-    prior_code: ClassVar[int] = CRP_PRIOR
+    prior: ClassVar[PartitionPrior] = PartitionPrior.CRP
 
     concentration: Any
     discount: Any
@@ -245,7 +244,8 @@ class CRPParams(RVParams):
 
     @property
     def kernel_params(self) -> tuple:
-        """``(a, b)`` of the label kernels of :mod:`pymc_crp.core.partition_math`: ``(θ, d)``."""
+        """``(concentration, discount)`` of the label kernels of
+        :mod:`pymc_crp.core.partition_math`: ``(θ, d)``."""
         return self.concentration, self.discount
 
 
@@ -407,7 +407,7 @@ class DirichletMultinomialPartitionParams(RVParams):
     the number of groups ``n_groups`` ``A`` and of observations ``n``."""
 
     op_type: ClassVar[type] = DirichletMultinomialPartitionRV
-    prior_code: ClassVar[int] = DIRICHLET_MULTINOMIAL_PRIOR
+    prior: ClassVar[PartitionPrior] = PartitionPrior.DIRICHLET_MULTINOMIAL
 
     gamma: Any
     n_groups: Any
@@ -420,7 +420,8 @@ class DirichletMultinomialPartitionParams(RVParams):
 
     @property
     def kernel_params(self) -> tuple:
-        """``(a, b)`` of the label kernels of :mod:`pymc_crp.core.partition_math`: ``(γ, 0)``."""
+        """``(concentration, discount)`` of the label kernels of
+        :mod:`pymc_crp.core.partition_math`: ``(γ, 0)``."""
         return self.gamma, pt.constant(0.0)
 
 

@@ -17,11 +17,11 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_crp.core.lists import encode_lists
+from pymc_crp.core.lists import EncodedLists
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, gumbel_utilities
 from pymc_crp.distributions.partial_order_lists import PartialOrderLists
 from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.roles import set_role
+from pymc_crp.roles import HyperparameterRole, LabelsRole, UtilityMeanRole, set_role
 
 __all__ = ["clustered_partial_orders", "partial_order"]
 
@@ -47,7 +47,7 @@ def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item
             raise ValueError(f"item_names must hold n_items={n_items} names, got {len(names)}")
         if len(set(names)) != len(names):
             raise ValueError("item_names must be distinct")
-    padded = encode_lists(lists, int(n_items), name="lists")
+    encoded = EncodedLists.encode(lists, int(n_items), name="lists")
     if covariates is not None:
         covariates = np.asarray(covariates, dtype=float)
         if covariates.ndim != 2 or covariates.shape[0] != n_items:
@@ -56,7 +56,34 @@ def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item
             )
         if not np.all(np.isfinite(covariates)):
             raise ValueError("covariates must be finite")
-    return padded, covariates
+    return encoded, covariates
+
+
+def _lists_model(encoded: EncodedLists, n_items, n_dims, item_names, n_slots=None) -> pm.Model:
+    """The model with the coordinates ``item``, ``dim`` (``slot``), ``list``, ``position``."""
+    n_lists, max_len = encoded.shape
+    coords = {
+        "item": list(item_names) if item_names is not None else list(range(n_items)),
+        "dim": list(range(n_dims)),
+        **({} if n_slots is None else {"slot": list(range(n_slots))}),
+        "list": list(range(n_lists)),
+        "position": list(range(max_len)),
+    }
+    return pm.Model(coords=coords)
+
+
+def _observe_lists(encoded: EncodedLists, eta, labels, p, direction) -> None:
+    """The observed ``lists`` (encoded once, by the builder's checks)."""
+    PartialOrderLists(
+        "lists",
+        eta,
+        labels,
+        p,
+        direction=direction,
+        n_items=encoded.n_items,
+        observed=encoded,
+        dims=("list", "position"),
+    )
 
 
 def _check_discount(discount, partition):
@@ -95,10 +122,10 @@ def _hyperpriors(model, n_dims, noise, rho_prior):
     rho = 0.0
     if n_dims > 1:
         rho = pm.Beta("rho", *rho_prior)
-        set_role(model, rho, "hyperparameter")
+        set_role(model, rho, HyperparameterRole())
     if noise is None:
         p = pm.Beta("p", 1.0, 9.0)
-        set_role(model, p, "hyperparameter")
+        set_role(model, p, HyperparameterRole())
     else:
         try:
             noise_value = float(noise)
@@ -152,31 +179,15 @@ def partial_order(
     item_names : list of str, optional
         Coordinates of the ``item`` dimension.
     """
-    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
-    coords = {
-        "item": list(item_names) if item_names is not None else list(range(n_items)),
-        "dim": list(range(n_dims)),
-        "list": list(range(padded.shape[0])),
-        "position": list(range(padded.shape[1])),
-    }
-    with pm.Model(coords=coords) as model:
+    encoded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
+    with _lists_model(encoded, n_items, n_dims, item_names) as model:
         rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
         utilities = EquicorrelatedNormal(
             "U", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
         )
         if n_dims > 1:
-            set_role(model, rho, "hyperparameter", noncentred="correlation", utilities=[utilities])
-        eta = _order_utilities(utilities, covariates)
-        PartialOrderLists(
-            "lists",
-            eta,
-            None,
-            p,
-            direction=direction,
-            n_items=n_items,
-            observed=padded,
-            dims=("list", "position"),
-        )
+            set_role(model, rho, HyperparameterRole("correlation", (utilities,)))
+        _observe_lists(encoded, _order_utilities(utilities, covariates), None, p, direction)
     return model
 
 
@@ -246,22 +257,15 @@ def clustered_partial_orders(
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"concentration must be a positive finite number, got {value!r}")
     discount_prior = _check_discount(discount, partition)
-    padded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
-    n_lists = padded.shape[0]
+    encoded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     if max_clusters is None:
+        n_lists = encoded.shape[0]
         max_clusters = min(n_lists, 50) if partition == "crp" and covariates is None else 10
     max_clusters = int(max_clusters)
-    coords = {
-        "item": list(item_names) if item_names is not None else list(range(n_items)),
-        "dim": list(range(n_dims)),
-        "slot": list(range(max_clusters)),
-        "list": list(range(n_lists)),
-        "position": list(range(padded.shape[1])),
-    }
-    with pm.Model(coords=coords) as model:
+    with _lists_model(encoded, n_items, n_dims, item_names, max_clusters) as model:
         rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
         tau = pm.Uniform("tau", 0.0, 1.0)
-        set_role(model, tau, "hyperparameter")
+        set_role(model, tau, HyperparameterRole())
         mean_utilities = EquicorrelatedNormal(
             "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
         )
@@ -273,31 +277,18 @@ def clustered_partial_orders(
             dims=("slot", "item", "dim"),
         )
         # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
-        set_role(
-            model,
-            tau,
-            "hyperparameter",
-            noncentred="shrinkage",
-            utilities=[utilities],
-            mean=mean_utilities,
-        )
+        set_role(model, tau, HyperparameterRole("shrinkage", (utilities,), mean_utilities))
         if n_dims > 1:
-            set_role(
-                model,
-                rho,
-                "hyperparameter",
-                noncentred="correlation",
-                utilities=[mean_utilities, utilities],
-            )
+            set_role(model, rho, HyperparameterRole("correlation", (mean_utilities, utilities)))
         if concentration is None:
             name = "alpha" if partition == "crp" else "gamma"
             concentration = pm.Gamma(name, 1.0, 1.0)
             # Escobar--West (ConcentrationGibbs) needs a CRP with d = 0.
             if partition != "crp" or discount_prior is not None or discount != 0:
-                set_role(model, concentration, "hyperparameter")
+                set_role(model, concentration, HyperparameterRole())
         if discount_prior is not None:
             discount = pm.Beta("discount", *discount_prior)
-            set_role(model, discount, "hyperparameter")
+            set_role(model, discount, HyperparameterRole())
         if partition == "crp":
             labels = CRP(
                 "cluster",
@@ -307,30 +298,12 @@ def clustered_partial_orders(
                 dims="list",
             )
             if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
-                set_role(model, labels, "po_labels")
+                set_role(model, labels, LabelsRole())
         else:
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"
             )
         # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
-        set_role(
-            model,
-            mean_utilities,
-            "utility_mean",
-            slots=utilities,
-            tau=tau,
-            rho=rho,
-            labels=labels,
-        )
-        eta = _order_utilities(utilities, covariates)
-        PartialOrderLists(
-            "lists",
-            eta,
-            labels,
-            p,
-            direction=direction,
-            n_items=n_items,
-            observed=padded,
-            dims=("list", "position"),
-        )
+        set_role(model, mean_utilities, UtilityMeanRole(utilities, tau, rho, labels))
+        _observe_lists(encoded, _order_utilities(utilities, covariates), labels, p, direction)
     return model

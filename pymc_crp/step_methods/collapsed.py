@@ -293,9 +293,8 @@ class ConjugateCRPGibbs(BlockedStep):
     # Construction helpers
     # ------------------------------------------------------------------------------------
     def _setup_prior(self, model, labels, compile_kwargs):
-        self._prior_code, self._prior_params_fn = compile_partition_prior(
-            model, labels, compile_kwargs
-        )
+        prior, self._prior_params_fn = compile_partition_prior(model, labels, compile_kwargs)
+        self._prior_code = int(prior)  # the plain code the numba kernels take
 
     def _compile_slot(self, model, slot, labels_value, compile_kwargs):
         """Compiled readers for one slot parameter: ``(hyper, y, aux_now, aux_matrix, write)``."""
@@ -373,13 +372,15 @@ class ConjugateCRPGibbs(BlockedStep):
                     updated[empty] = draw[empty]
                     point[name] = updated
             slot = self._collapse
-            param_a, param_b = (float(v) for v in self._prior_params_fn(point))
+            concentration, discount = (float(v) for v in self._prior_params_fn(point))
             if slot.family == MVN_MEAN:
-                n_full = self._mvn_sweeps(point, labels, counts, param_a, param_b)
+                n_full = self._mvn_sweeps(point, labels, counts, concentration, discount)
             elif slot.family == DIRICHLET_CATEGORICAL:
-                n_full = self._categorical_sweeps(point, labels, counts, param_a, param_b)
+                n_full = self._categorical_sweeps(point, labels, counts, concentration, discount)
             else:
-                n_full, n_accepted = self._scalar_sweeps(point, labels, counts, param_a, param_b)
+                n_full, n_accepted = self._scalar_sweeps(
+                    point, labels, counts, concentration, discount
+                )
             point[self._label_name] = labels
         occupied = counts > 0
         for partner in self._partners:
@@ -405,7 +406,7 @@ class ConjugateCRPGibbs(BlockedStep):
             point[name] = write(draw)
         return point, [self._stats(counts, n_full, n_accepted)]
 
-    def _mvn_sweeps(self, point, labels, counts, param_a, param_b):
+    def _mvn_sweeps(self, point, labels, counts, concentration, discount):
         """Collapsed sweeps for a multivariate normal mean (no split--merge moves)."""
         read = self._fns[0][0]
         prior_mean, prior_cov, y, cov = (np.ascontiguousarray(v, dtype=np.float64)
@@ -417,11 +418,11 @@ class ConjugateCRPGibbs(BlockedStep):
             uniforms = self.rng.random(labels.size)
             n_full += mvn_collapsed_sweep(
                 y, cov, prior_mean, prior_cov, labels, counts, sums, order, uniforms,
-                self._prior_code, param_a, param_b,
+                self._prior_code, concentration, discount,
             )  # fmt: skip
         return n_full
 
-    def _categorical_sweeps(self, point, labels, counts, param_a, param_b):
+    def _categorical_sweeps(self, point, labels, counts, concentration, discount):
         """Collapsed sweeps for Dirichlet--categorical slots (no split--merge moves)."""
         alpha, y = self._fns[0][0](point)
         alpha = np.ascontiguousarray(alpha, dtype=np.float64)
@@ -432,12 +433,12 @@ class ConjugateCRPGibbs(BlockedStep):
             order = self.rng.permutation(labels.size).astype(np.int64)
             uniforms = self.rng.random(labels.size)
             n_full += categorical_collapsed_sweep(
-                y, alpha, labels, counts, cats, order, uniforms, self._prior_code, param_a,
-                param_b,
+                y, alpha, labels, counts, cats, order, uniforms, self._prior_code, concentration,
+                discount,
             )  # fmt: skip
         return n_full
 
-    def _scalar_sweeps(self, point, labels, counts, param_a, param_b):
+    def _scalar_sweeps(self, point, labels, counts, concentration, discount):
         """Split--merge moves and collapsed sweeps for the scalar families."""
         slot = self._collapse
         n_full = 0
@@ -448,7 +449,7 @@ class ConjugateCRPGibbs(BlockedStep):
         y = np.ascontiguousarray(y, dtype=np.float64)
         n_accepted = split_merge_moves(
             slot.family, y, aux, hyper, labels, counts, self.split_merge,
-            self._prior_code, param_a, param_b, self.rng,
+            self._prior_code, concentration, discount, self.rng,
         )  # fmt: skip
         stats = slot_statistics(slot.family, y, aux, labels)
         for _ in range(self.sweeps):
@@ -456,7 +457,7 @@ class ConjugateCRPGibbs(BlockedStep):
             uniforms = self.rng.random(labels.size)
             n_full += collapsed_label_sweep(
                 slot.family, y, aux, hyper, labels, counts, stats, order, uniforms,
-                self._prior_code, param_a, param_b,
+                self._prior_code, concentration, discount,
             )  # fmt: skip
         return n_full, n_accepted
 

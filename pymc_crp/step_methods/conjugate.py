@@ -28,7 +28,6 @@ the general path.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +62,7 @@ from pymc_crp.core.conjugate_math import (
     NORMAL_PREC,
 )
 from pymc_crp.distributions.partitions import partition_params
-from pymc_crp.roles import find_model
+from pymc_crp.roles import REGISTRY, find_model
 from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     is_partition_rv,
@@ -191,10 +190,6 @@ def _gamma_hyper(prior_node):
     return None
 
 
-# model -> (signature of the model's graphs, {id(variable): (variable, ConjugateSlot | None)})
-_DETECTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
     """The :class:`ConjugateSlot` of ``param`` if it is a conjugate slot parameter, else None.
 
@@ -205,15 +200,15 @@ def conjugate_slot(model: Model | None, param) -> ConjugateSlot | None:
     if model is None:
         return None
     signature = model_signature(model)
-    entry = _DETECTED.get(model)
-    if entry is None or not same_signature(entry[0], signature):
-        entry = (signature, {})
-        _DETECTED[model] = entry
-    cached = entry[1].get(id(param))
+    # "signature" of the model's graphs; "found": {id(variable): (variable, ConjugateSlot)}.
+    cache = REGISTRY.cache(model, "conjugate_slots")
+    if "found" not in cache or not same_signature(cache["signature"], signature):
+        cache.update(signature=signature, found={})
+    cached = cache["found"].get(id(param))
     if cached is not None and cached[0] is param:
         return cached[1]
     found = _detect(model, param)
-    entry[1][id(param)] = (param, found)
+    cache["found"][id(param)] = (param, found)
     return found
 
 

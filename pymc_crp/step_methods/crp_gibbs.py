@@ -151,9 +151,8 @@ class CRPGibbs(BlockedStep):
         self.n_slots = int(
             pt.get_underlying_scalar_constant_value(partition_params(label_rv).n_slots)
         )
-        self._prior_code, self._prior_params_fn = compile_partition_prior(
-            model, label_rv, compile_kwargs
-        )
+        prior, self._prior_params_fn = compile_partition_prior(model, label_rv, compile_kwargs)
+        self._prior_code = int(prior)  # the plain code the numba kernels take
         probe, loglik, logps = self._setup_likelihood(
             model, value_var, label_rv, initial_point, compile_kwargs
         )
@@ -281,7 +280,7 @@ class CRPGibbs(BlockedStep):
             raise ValueError(
                 f"{self._label_name} has labels outside 0..{self.n_slots - 1}: {labels.max()}"
             )
-        param_a, param_b = (float(v) for v in self._prior_params_fn(point))
+        concentration, discount = (float(v) for v in self._prior_params_fn(point))
 
         empty = counts == 0
         if self._refresh_fn is not None and empty.any():
@@ -301,8 +300,8 @@ class CRPGibbs(BlockedStep):
             order,
             uniforms,
             self._prior_code,
-            param_a,
-            param_b,
+            concentration,
+            discount,
             np.empty((0, 0)),
         )
         point[self._label_name] = labels
@@ -323,7 +322,7 @@ class CRPGibbs(BlockedStep):
         if self.record_membership:  # flat (N·L,): PyMC's default trace stacks 1-D stats only
             probs = np.empty((self._n_obs, self.n_slots))
             full_conditionals(
-                lik_weights, labels, counts, self._prior_code, param_a, param_b, probs
+                lik_weights, labels, counts, self._prior_code, concentration, discount, probs
             )
             stats["membership_probs"] = probs.ravel()
         return point, [stats]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from pymc.step_methods.compound import Competence
 
-from pymc_crp.roles import get_role, noncentred_role
+from pymc_crp.roles import HyperparameterRole, get_role
 from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis
 
 __all__ = ["HyperparameterMetropolis"]
@@ -37,8 +37,8 @@ class HyperparameterMetropolis(ScalarMetropolis):
 
     @staticmethod
     def competence(var, has_grad=None):
-        role, _ = get_role(var)
-        if role != "hyperparameter":
+        role = get_role(var)
+        if not isinstance(role, HyperparameterRole):
             return Competence.INCOMPATIBLE
         # rho and tau of the utility prior get NonCentredHyperparameterMetropolis.
-        return Competence.COMPATIBLE if noncentred_role(var) is not None else Competence.IDEAL
+        return Competence.COMPATIBLE if role.noncentred is not None else Competence.IDEAL

@@ -6,8 +6,6 @@ variables (the sampler's state), so transforms are respected.
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -20,6 +18,7 @@ from pymc_crp.distributions.partitions import (
     DirichletMultinomialPartitionRV,
     partition_params,
 )
+from pymc_crp.roles import REGISTRY
 
 __all__ = [
     "PARTITION_OPS",
@@ -39,10 +38,6 @@ PARTITION_OPS = (CRPRV, DirichletMultinomialPartitionRV)
 def is_partition_rv(var) -> bool:
     owner = getattr(var, "owner", None)
     return owner is not None and isinstance(owner.op, PARTITION_OPS)
-
-
-# model -> (the variables, transforms and potentials the graphs were built from, graphs)
-_TERM_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def model_signature(model: Model) -> tuple:
@@ -66,15 +61,16 @@ def term_logps(model: Model) -> dict:
     values, transforms or potentials change.
     """
     signature = model_signature(model)
-    cached = _TERM_LOGPS.get(model)
-    if cached is not None and same_signature(cached[0], signature):
-        return dict(cached[1])
+    # "signature": what the graphs were built from; "logps": the graphs.
+    cache = REGISTRY.cache(model, "term_logps")
+    if "logps" in cache and same_signature(cache["signature"], signature):
+        return dict(cache["logps"])
     rvs = list(model.basic_RVs)
     logps = model.logp(vars=rvs, sum=False, jacobian=True)
     out = dict(zip(rvs, logps, strict=True))
     for pot in model.potentials:
         out[pot] = model.replace_rvs_by_values([pot])[0]
-    _TERM_LOGPS[model] = (signature, out)
+    cache.update(signature=signature, logps=out)
     return dict(out)
 
 
@@ -144,10 +140,12 @@ def compile_point_function(model: Model, outs, compile_kwargs: dict | None = Non
 
 
 def compile_partition_prior(model: Model, label_rv, compile_kwargs: dict | None = None):
-    """``(prior_code, params_fn)`` of the partition prior of ``label_rv``: the code the label
-    kernels of :mod:`pymc_crp.core.partition_math` switch on, and a compiled function of a
-    point returning the kernels' ``(a, b)`` as float64 (``(θ, d)`` or ``(γ, 0)``)."""
+    """``(prior, params_fn)`` of the partition prior of ``label_rv``: the
+    :class:`~pymc_crp.core.partition_math.PartitionPrior` the label kernels of
+    :mod:`pymc_crp.core.partition_math` switch on, and a compiled function of a point
+    returning the kernels' ``(concentration, discount)`` as float64 (``(θ, d)`` or
+    ``(γ, 0)``)."""
     params = partition_params(label_rv)
     graphs = model.replace_rvs_by_values(list(params.kernel_params))
     fn = compile_point_function(model, [pt.cast(p, "float64") for p in graphs], compile_kwargs)
-    return params.prior_code, fn
+    return params.prior, fn

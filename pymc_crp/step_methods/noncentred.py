@@ -59,7 +59,6 @@ References
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 import pytensor.tensor as pt
@@ -67,7 +66,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
-from pymc_crp.roles import NONCENTRED_KINDS, noncentred_role, noncentred_roles
+from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role, noncentred_roles
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
@@ -82,7 +81,7 @@ from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropo
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
 KINDS = NONCENTRED_KINDS
-"""The values of the ``noncentred`` role information the builders record."""
+"""The values of :attr:`~pymc_crp.roles.HyperparameterRole.noncentred` the builders record."""
 
 
 def correlation_map(values: np.ndarray, rho: float, new_rho: float) -> tuple[np.ndarray, float]:
@@ -111,10 +110,6 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
-# model -> (signature, compile_kwargs, compiled joint log-density): rho and tau share one.
-_JOINT_LOGPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _joint_logp_function(model, compile_kwargs):
     """Compiled sum of every term that depends on a non-centred hyperparameter of ``model`` or
     on the utilities it moves (terms that a move leaves unchanged cancel in the ratio).
@@ -122,12 +117,17 @@ def _joint_logp_function(model, compile_kwargs):
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
     moved = []
-    for role in noncentred_roles(model):
-        moved += [role.var, *role.moved]
+    for var, role in noncentred_roles(model).items():
+        moved += [var, *role.moved]
     signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
-    cached = _JOINT_LOGPS.get(model)
-    if cached is not None and same_signature(cached[0], signature) and cached[1] == compile_kwargs:
-        return cached[2]
+    # One compiled joint log-density per model, shared by rho and tau.
+    cache = REGISTRY.cache(model, "noncentred_joint_logp")
+    if (
+        "function" in cache
+        and same_signature(cache["signature"], signature)
+        and cache["compile_kwargs"] == compile_kwargs
+    ):
+        return cache["function"]
     logps = term_logps(model)
     terms = set()
     for var in moved:
@@ -135,7 +135,7 @@ def _joint_logp_function(model, compile_kwargs):
     terms = sorted(terms, key=lambda v: v.name or "")
     total = sum((pt.sum(logps[t]) for t in terms), pt.constant(0.0, dtype="float64"))
     function = compile_point_function(model, total, compile_kwargs)
-    _JOINT_LOGPS[model] = (signature, compile_kwargs, function)
+    cache.update(signature=signature, compile_kwargs=compile_kwargs, function=function)
     return function
 
 
@@ -204,14 +204,14 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
                 f"NonCentredHyperparameterMetropolis needs the rho or tau of a model built by "
                 f"pymc_crp.models; {rv.name} is not one"
             )
-        self.kind = role.kind
+        self.kind = role.noncentred
         self.noncentred_scale = float(noncentred_scale)
         self._noncentred_tuner = ScaleTuner(TARGET_ACCEPT)
         for var in role.moved:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
-        self._mean_name = model.rvs_to_values[role.mean].name if role.kind == "shrinkage" else None
+        self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
         self._joint_logp = _joint_logp_function(model, compile_kwargs)
 
     def step(self, point):

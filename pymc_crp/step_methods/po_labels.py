@@ -51,7 +51,7 @@ from pymc_crp.distributions.partial_order_lists import (
     PartialOrderListsRV,
 )
 from pymc_crp.distributions.partitions import CRPRV, CRPParams
-from pymc_crp.roles import get_role
+from pymc_crp.roles import LabelsRole, get_role
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -392,5 +392,6 @@ class PartialOrderLabelGibbs(BlockedStep):
     @staticmethod
     def competence(var, has_grad=None):
         """IDEAL for the CRP labels of :func:`~pymc_crp.models.clustered_partial_orders`."""
-        role, _ = get_role(var)
-        return Competence.IDEAL if role == "po_labels" else Competence.INCOMPATIBLE
+        if isinstance(get_role(var), LabelsRole):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE

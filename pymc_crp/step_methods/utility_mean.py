@@ -35,7 +35,7 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_crp.core.utility_hierarchy import collapsed_log_density
-from pymc_crp.roles import get_role
+from pymc_crp.roles import UtilityMeanRole, get_role
 from pymc_crp.step_methods.model_graph import compile_point_function
 
 __all__ = ["UtilityMeanGibbs"]
@@ -79,8 +79,8 @@ class UtilityMeanGibbs(BlockedStep):
         model = modelcontext(model)
         (value_var,) = get_value_vars_from_user_vars(vars, model)
         rv = model.values_to_rvs[value_var]
-        role, info = get_role(rv, model)
-        if role != "utility_mean":
+        role = get_role(rv, model)
+        if not isinstance(role, UtilityMeanRole):
             raise ValueError(f"{rv.name} was not built as the mean utilities of an HPO model")
         if isinstance(collapsed_moves, bool) or not isinstance(collapsed_moves, int):
             raise TypeError(f"collapsed_moves must be an integer, got {collapsed_moves!r}")
@@ -90,13 +90,13 @@ class UtilityMeanGibbs(BlockedStep):
         self.rng = get_random_generator(rng)
         self._name = value_var.name
         # rho is the constant 0.0 when K = 1.
-        parameters = [pt.as_tensor_variable(info[key]) for key in ("slots", "tau", "rho")]
+        parameters = [pt.as_tensor_variable(v) for v in (role.slots, role.tau, role.rho)]
         graphs = model.replace_rvs_by_values(parameters)
         self._params_fn = compile_point_function(
             model, [pt.cast(g, "float64") for g in graphs], compile_kwargs
         )
         self._slots_name = self._labels_name = None
-        labels = info.get("labels")
+        labels = role.labels
         slots_value = graphs[0]
         if labels is not None and slots_value in model.value_vars:
             self._slots_name = slots_value.name
@@ -104,8 +104,7 @@ class UtilityMeanGibbs(BlockedStep):
         # Free tau / rho: (value name, fn(point) -> prior log-density on the sampler's scale).
         self._hyper = []
         if self._labels_name is not None and collapsed_moves:
-            for key in ("tau", "rho"):
-                hyper = info[key]
+            for hyper in (role.tau, role.rho):
                 if hyper not in model.free_RVs:
                     continue
                 hyper_value = model.rvs_to_values[hyper]
@@ -172,5 +171,6 @@ class UtilityMeanGibbs(BlockedStep):
 
     @staticmethod
     def competence(var, has_grad=None):
-        role, _ = get_role(var)
-        return Competence.IDEAL if role == "utility_mean" else Competence.INCOMPATIBLE
+        if isinstance(get_role(var), UtilityMeanRole):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE

@@ -601,11 +601,12 @@ def test_numeric_core_does_not_import_pymc():
     import pathlib
 
     import pymc_crp.core.linext_kernels as linext
+    import pymc_crp.core.linext_sampling as sampling
     import pymc_crp.core.linext_support as tables
     import pymc_crp.core.poset_examples as examples
     import pymc_crp.core.poset_validation as validation
 
-    for module in (P, linext, tables, validation, examples):
+    for module in (P, linext, sampling, tables, validation, examples):
         tree = ast.parse(pathlib.Path(module.__file__).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -685,9 +686,11 @@ def test_each_kernel_compiles_once_whatever_the_input_types():
             P.list_log_likelihoods_stacked(
                 np.broadcast_to(closed, (2, 10, 10)), ro_lists, (3, 2), [1, 0], 1, top_down
             )
+    from pymc_crp.core import linext_sampling as S
     from pymc_crp.core import linext_support as T
 
-    for kernel in (K.count_kernel, K.sample_lists_kernel, K.ratios_kernel, T.loglik_from_ratios):
+    kernels = (K.count_kernel, S.sample_lists_kernel, K.ratios_kernel, T.loglik_from_ratios)
+    for kernel in kernels:
         assert len(kernel.signatures) == 1, kernel.signatures
 
 
@@ -703,11 +706,12 @@ def test_kernels_load_from_the_disk_cache_in_a_new_process(tmp_path):
     script = """if True:
         import numpy as np
         from pymc_crp.core import linext_kernels as K, linext_support as T, posets as P
+        from pymc_crp.core import linext_sampling as S
         adj = P.crown_order(3)
         P.count_linear_extensions(adj)
         P.sample_list(adj, range(6), 0.1, np.random.default_rng(0))
         P.list_log_likelihoods_padded(adj, [[0, 1, 2]], [3], 0.1)
-        kernels = (K.count_kernel, K.sample_lists_kernel, K.ratios_kernel,
+        kernels = (K.count_kernel, S.sample_lists_kernel, K.ratios_kernel,
                    T.loglik_from_ratios)
         print(sum(len(k.stats.cache_hits) for k in kernels),
               sum(len(k.stats.cache_misses) for k in kernels))
