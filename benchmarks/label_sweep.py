@@ -36,7 +36,7 @@ PRIORS = {
 }
 
 
-def numpy_sweep(lik_weights, labels, counts, order, uniforms, prior_code, param_a, param_b):
+def numpy_sweep(lik_weights, labels, counts, order, uniforms, prior, concentration, discount):
     """Reference sweep in plain NumPy: a Python loop over observations, vectorised over slots.
 
     Same weights as docs/mathematics.md, *Label step* (CRP: ``n_j - d`` occupied,
@@ -50,19 +50,19 @@ def numpy_sweep(lik_weights, labels, counts, order, uniforms, prior_code, param_
     for t in range(order.shape[0]):
         i = order[t]
         counts[labels[i]] -= 1
-        if prior_code == CRP_PRIOR:
+        if prior == CRP_PRIOR:
             occupied = counts > 0
             k = int(np.count_nonzero(occupied))
             if k == 0:
                 empty_w = 1.0
             elif k < n_slots:
-                empty_w = (param_a + param_b * k) / (n_slots - k)
+                empty_w = (concentration + discount * k) / (n_slots - k)
             else:
                 empty_w = 0.0
                 n_full += 1
-            prior_w = np.where(occupied, counts - param_b, empty_w)
+            prior_w = np.where(occupied, counts - discount, empty_w)
         else:
-            prior_w = counts + param_a / n_slots
+            prior_w = counts + concentration / n_slots
         cum = np.cumsum(prior_w * lik_weights[i])
         choice = int(np.searchsorted(cum, uniforms[t] * cum[-1], side="right"))
         choice = min(choice, n_slots - 1)
