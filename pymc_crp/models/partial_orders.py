@@ -28,16 +28,23 @@ __all__ = ["clustered_partial_orders", "partial_order"]
 PARTITIONS = ("crp", "dirichlet-multinomial")
 
 
+def _beta_pair(value) -> tuple[float, float] | None:
+    """``(a, b)`` if ``value`` is a pair of positive finite Beta parameters, else ``None``."""
+    try:
+        ab = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+        return None
+    return float(ab[0]), float(ab[1])
+
+
 def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item_names=None):
     if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 2:
         raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
     if isinstance(n_dims, bool) or not isinstance(n_dims, int | np.integer) or n_dims < 1:
         raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
-    try:
-        ab = np.asarray(rho_prior, dtype=float)
-    except (TypeError, ValueError):
-        ab = np.full(0, np.nan)
-    if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+    if _beta_pair(rho_prior) is None:
         raise ValueError(
             f"rho_prior must be a pair (a, b) of positive finite Beta parameters, got {rho_prior!r}"
         )
@@ -90,16 +97,12 @@ def _check_discount(discount, partition):
     """``None`` for a fixed discount in ``[0, 1)``, else the pair ``(a, b)`` of its Beta
     prior; ``ValueError`` naming ``discount`` otherwise."""
     if isinstance(discount, tuple | list):
-        try:
-            ab = np.asarray(discount, dtype=float)
-        except (TypeError, ValueError):
-            ab = np.full(0, np.nan)
-        if ab.shape != (2,) or not np.all(np.isfinite(ab) & (ab > 0)):
+        prior = _beta_pair(discount)
+        if prior is None:
             raise ValueError(
                 f"discount must be a number in [0, 1) or a pair (a, b) of positive Beta "
                 f"parameters, got {discount!r}"
             )
-        prior = (float(ab[0]), float(ab[1]))
     else:
         try:
             value = float(discount)
