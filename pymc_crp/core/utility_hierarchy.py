@@ -12,7 +12,7 @@ have mean ``\bar U_j ~ N(0, v Σ_ρ)``, ``v = τ^2 + (1-τ^2)/n``, and deviation
         + \frac{\sum_a q(U^{(a)}_j - \bar U_j)}{1-τ^2} + K\log(2πv) + \log|Σ_ρ|
         + \frac{q(\bar U_j)}{v}\Big],
 
-``q(x) = x^\top Σ_ρ^{-1} x = (\lVert x\rVert^2 - \frac{ρ}{1+(K-1)ρ}(\mathbf 1^\top x)^2)/(1-ρ)``,
+``q(x) = x^\top Σ_ρ^{-1} x`` (:func:`equicorrelated_quadratic`),
 ``\log|Σ_ρ| = (K-1)\log(1-ρ) + \log(1+(K-1)ρ)``. With ``n = 1`` this is ``N(0, Σ_ρ)``.
 """
 
@@ -25,11 +25,20 @@ import numpy as np
 __all__ = ["collapsed_log_density", "equicorrelated_quadratic"]
 
 
-def equicorrelated_quadratic(x: np.ndarray, rho: float) -> np.ndarray:
-    """``xᵀ Σ_ρ⁻¹ x`` over the last axis."""
+def equicorrelated_quadratic(x, rho):
+    r"""``xᵀ Σ_ρ⁻¹ x`` over the last axis, from the eigen-decomposition of ``Σ_ρ``:
+
+    .. math:: q(x) = \frac{\lVert x - \bar x \mathbf 1\rVert^2}{1-ρ}
+        + \frac{K \bar x^2}{1+(K-1)ρ}.
+
+    Computed so, and not as ``(‖x‖² - ρ(1ᵀx)²/(1+(K-1)ρ))/(1-ρ)``, which subtracts two
+    numbers of order ``‖x‖²`` and loses every digit once ``1 - ρ`` is below about ``1e-8``.
+    ``x`` may be a NumPy array or a PyTensor tensor (only their common methods are used).
+    """
     k = x.shape[-1]
-    total = x.sum(axis=-1)
-    return (np.sum(x**2, axis=-1) - rho / (1.0 + (k - 1) * rho) * total**2) / (1.0 - rho)
+    mean = x.mean(axis=-1, keepdims=True)
+    deviations = ((x - mean) ** 2).sum(axis=-1)
+    return deviations / (1.0 - rho) + k * mean[..., 0] ** 2 / (1.0 + (k - 1) * rho)
 
 
 def collapsed_log_density(slots: np.ndarray, tau: float, rho: float) -> float:

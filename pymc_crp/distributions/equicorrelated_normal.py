@@ -24,6 +24,7 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pytensor.tensor.random.op import RandomVariable
 
+from pymc_crp.core.utility_hierarchy import equicorrelated_quadratic
 from pymc_crp.distributions.params import RVParams, constant_value
 
 __all__ = [
@@ -86,18 +87,21 @@ class EquicorrelatedNormalParams(RVParams):
 def equicorrelated_logpdf(value, mu, rho, scale):
     r"""Log-density over the last axis (works on NumPy arrays and PyTensor tensors).
 
+    With ``d = x - μ``, its mean ``\bar d`` and the deviations ``e = d - \bar d \mathbf 1``
+    (the eigen-decomposition of ``Σ_ρ``),
+
     .. math::
 
         \log p = -\tfrac{K}{2}\log 2π - K \log s - \tfrac12[(K-1)\log(1-ρ) + \log(1+(K-1)ρ)]
-            - \frac{\lVert x-μ\rVert^2 - \frac{ρ}{1+(K-1)ρ} (\mathbf 1^\top (x-μ))^2}{2 s^2 (1-ρ)}
+            - \frac{1}{2 s^2}\Big(\frac{\lVert e\rVert^2}{1-ρ} + \frac{K \bar d^2}{1+(K-1)ρ}\Big).
+
+    The two parts are computed apart, which keeps the density accurate as ``ρ → 1``
+    (:func:`~pymc_crp.core.utility_hierarchy.equicorrelated_quadratic`).
     """
     lib = pt if isinstance(value, pt.TensorVariable) else np
-    diff = value - mu
     k = value.shape[-1]
-    sq = lib.sum(diff**2, axis=-1)
-    total = lib.sum(diff, axis=-1)
     one_plus = 1.0 + (k - 1) * rho
-    quad = (sq - rho / one_plus * total**2) / ((1.0 - rho) * scale**2)
+    quad = equicorrelated_quadratic(value - mu, rho) / scale**2
     logdet = (k - 1) * lib.log1p(-rho) + lib.log(one_plus) + 2 * k * lib.log(scale)
     return -0.5 * (k * _LOG_2PI + logdet + quad)
 

@@ -192,3 +192,39 @@ def test_prior_is_kept_when_lists_carry_no_information():
         assert not check_quantiles(draws, grid, density), name
     # power: a slightly different Beta is rejected
     assert check_quantiles(idata.posterior["rho"].values, grid, stats.beta.pdf(grid, 2, 2.6))
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_noncentred_ratio_is_exact_near_rho_one(clustered):
+    """With ``1 - ρ`` down to ``2^-50`` and utilities whose orders the move cannot change
+    (items far apart, deviations of size ``√(1-ρ)``), the non-centred log ratio is the prior
+    ratio of ``logit ρ`` alone: ``Δ[log ρ + (1/6) log(1-ρ)]`` for the ``Beta(1, 1/6)`` prior.
+
+    Before the density was computed from the eigen-decomposition, this ratio was off by
+    40–110 nats at ``ρ = 1 - 2^-50`` and chains stuck there."""
+    lists = [[0, 1, 2, 3], [0, 1, 3, 2], [1, 0, 2, 3]]
+    if clustered:
+        model = pmc.models.clustered_partial_orders(lists, 4, n_dims=3, max_clusters=3)
+    else:
+        model = pmc.models.partial_order(lists, 4, n_dims=3)
+    rng = np.random.default_rng(3)
+    softplus = np.logaddexp
+    with model:
+        step = pmc.NonCentredHyperparameterMetropolis([model["rho"]])
+        point = model.initial_point()
+        v = 50 * math.log(2.0)  # 1 - rho = 2^-50
+        point["rho_logodds__"] = np.array(v)
+        whiten = math.exp(-0.5 * softplus(0.0, v))  # sqrt(1 - rho)
+        common = 0.5 * np.arange(4.0)[::-1, None]  # Φ(U) far from 0 and 1: no ties
+        for name in ("U0", "U"):
+            if name in point:
+                point[name] = common + whiten * rng.normal(size=point[name].shape)
+        for new_v in (v - 8.0, v - 1.0, v - 0.2, v + 0.2, v + 1.0):
+            old, new = (float(step._from_value(np.asarray(x))) for x in (v, new_v))
+            proposal, log_det = step._joint_proposal(point, new_v, old, new)
+            got = step._joint_logp(proposal) - step._joint_logp(point) + log_det
+
+            def prior(x):
+                return -softplus(0.0, -x) - softplus(0.0, x) / 6.0
+
+            assert got == pytest.approx(prior(new_v) - prior(v), abs=1e-6)
