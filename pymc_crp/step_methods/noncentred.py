@@ -35,23 +35,37 @@ fixed, ``U'^{(a)} = τ'U0 + r(U^{(a)} - τU0)`` with ``r = \sqrt{(1-τ'^2)/(1-τ
 Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
 the non-centred one; both leave the posterior invariant, and together they mix whether the
 data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
-and Meng (2011). Both proposal scales are tuned towards acceptance 0.44 while tuning, each by
-the Robbins--Monro schedule of :class:`~pymc_crp.step_methods.metropolis.ScaleTuner`, and
-both moves decide with :func:`~pymc_crp.step_methods.metropolis.accept`.
+and Meng (2011). By default the non-centred update is not the random walk above but a
+univariate slice-sampling draw (stepping out and shrinkage, Neal 2003) of ``v'`` from
+
+.. math:: f(v') \propto π(v', U'(v'), U0'(v'))\,|\det M(v \to v')|^{n}
+
+(the whitened utilities held fixed; the same ratio as above), which adapts to the scale of
+``v`` wherever the chain is: under the ``Beta(1, 1/6)`` prior the posterior of
+``logit ρ`` has an exponential tail of scale 6 towards ``ρ → 1``, where the lists stop
+constraining it, and a random walk tuned in the bulk crosses it slowly
+(``noncentred_move="metropolis"`` keeps the random walk). Random-walk scales are tuned
+towards acceptance 0.44 while tuning by the Robbins--Monro schedule of
+:class:`~pymc_crp.step_methods.metropolis.ScaleTuner` and decide with
+:func:`~pymc_crp.step_methods.metropolis.accept`; the slice width becomes the mean distance
+moved while tuning (:func:`~pymc_crp.step_methods.slot_slice.slice_slots`).
 
 Proposals with ``ρ`` (``τ``) rounding to 0 or 1 are rejected in both directions, so the
 target is the posterior restricted to the representable open interval (for the default
 ``Beta(1, 1/6)`` prior of ``ρ`` that drops the ``ρ > 1 - 2^{-53}`` tail, about 0.2% of the
-prior mass).
+prior mass). The utility densities are computed from the eigen-decomposition of ``Σ_ρ``
+(:func:`~pymc_crp.core.utility_hierarchy.equicorrelated_quadratic`), accurate up to there.
 
-Sample stats: ``noncentred_accepted`` and ``noncentred_scale`` (and the centred move's
-``hyperparameter_accepted``, ``hyperparameter_scale``). PyMC stacks equal names of several
-steps along an extra dimension in the order of the compound step: in the clustered model
-``[rho, tau]`` (and ``[rho, tau, p]`` for the centred ones).
+Sample stats: ``noncentred_accepted`` (the value moved), ``noncentred_scale`` (random-walk
+scale or slice width), ``noncentred_evaluations`` (joint densities computed), and the
+centred move's ``hyperparameter_accepted``, ``hyperparameter_scale``. PyMC stacks equal names
+of several steps along an extra dimension in the order of the compound step: in the
+clustered model ``[rho, tau]`` (and ``[rho, tau, p]`` for the centred ones).
 
 References
 ----------
-.. [1] Yu, Y. and Meng, X.-L. (2011). To center or not to center: that is not the question —
+.. [1] Neal, R. M. (2003). Slice sampling. *Ann. Statist.* 31(3), 705–767.
+.. [2] Yu, Y. and Meng, X.-L. (2011). To center or not to center: that is not the question —
    an ancillarity–sufficiency interweaving strategy (ASIS) for boosting MCMC efficiency.
    *J. Comput. Graph. Stat.* 20(3), 531–570.
 """
@@ -77,6 +91,7 @@ from pymc_crp.step_methods.model_graph import (
     term_logps,
 )
 from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
+from pymc_crp.step_methods.slot_slice import slice_slots
 
 __all__ = ["NonCentredHyperparameterMetropolis", "correlation_map", "shrinkage_map"]
 
@@ -146,6 +161,7 @@ class NonCentredHyperparameterState(ScalarMetropolisState):
 
     noncentred_scale: float
     _noncentred_tuner: ScaleTuner
+    _n_tuned: int
 
 
 class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
@@ -160,8 +176,11 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
     vars : the scalar ``ρ`` or ``τ``
     scale : float, default 0.5
         Initial scale of the centred random walk on the unconstrained value.
+    noncentred_move : {"slice", "metropolis"}, default "slice"
+        The non-centred update: a slice-sampling draw or a random walk.
     noncentred_scale : float, default 0.5
-        Initial scale of the non-centred random walk on the unconstrained value.
+        Initial slice width (``"slice"``) or random-walk scale (``"metropolis"``) on the
+        unconstrained value.
     tune : bool, default True
         Adapt both scales while PyMC tunes.
     tune_interval : int, default 1
@@ -176,12 +195,14 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         **HyperparameterMetropolis.stats_dtypes_shapes,
         "noncentred_accepted": (bool, []),
         "noncentred_scale": (np.float64, []),
+        "noncentred_evaluations": (np.int64, []),
     }
 
     def __init__(
         self,
         vars,
         *,
+        noncentred_move: str = "slice",
         noncentred_scale: float = 0.5,
         model=None,
         compile_kwargs=None,
@@ -195,6 +216,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             raise ValueError(
                 f"noncentred_scale must be a positive number, got {noncentred_scale!r}"
             )
+        if noncentred_move not in ("slice", "metropolis"):
+            raise ValueError(
+                f"noncentred_move must be 'slice' or 'metropolis', got {noncentred_move!r}"
+            )
         model = modelcontext(model)
         super().__init__(vars, model=model, compile_kwargs=compile_kwargs, **kwargs)
         rv = model.values_to_rvs[self.vars[0]]
@@ -205,8 +230,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
                 f"pymc_crp.models; {rv.name} is not one"
             )
         self.kind = role.noncentred
-        self.noncentred_scale = float(noncentred_scale)
+        self.noncentred_move = noncentred_move
+        self.noncentred_scale = self._initial_noncentred_scale = float(noncentred_scale)
         self._noncentred_tuner = ScaleTuner(TARGET_ACCEPT)
+        self._n_tuned = 0
         for var in role.moved:
             if model.rvs_to_transforms.get(var) is not None:
                 raise ValueError(f"the utilities {var.name} must be untransformed")
@@ -216,25 +243,63 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
     def step(self, point):
         point, (stats,) = super().step(point)  # the centred update
-        value = float(point[self._value_name])
-        proposed_value = value + self.noncentred_scale * self.rng.standard_normal()
-        old = float(self._from_value(np.asarray(value)))
-        new = float(self._from_value(np.asarray(proposed_value)))
-        accepted = False
-        if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
-            log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
-            accepted = accept(log_ratio, self.rng)
-            if accepted:
-                point = proposal
-        if self.tune and self.adaptive:
-            self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
+        if self.noncentred_move == "slice":
+            point, accepted, evaluations = self._slice_move(point)
+        else:
+            point, accepted, evaluations = self._metropolis_move(point)
         stats = {
             **stats,
             "noncentred_accepted": accepted,
             "noncentred_scale": self.noncentred_scale,
+            "noncentred_evaluations": evaluations,
         }
         return point, [stats]
+
+    def _metropolis_move(self, point):
+        """The non-centred random walk; returns ``(point, accepted, evaluations)``."""
+        value = float(point[self._value_name])
+        proposed_value = value + self.noncentred_scale * self.rng.standard_normal()
+        old = float(self._from_value(np.asarray(value)))
+        new = float(self._from_value(np.asarray(proposed_value)))
+        accepted, evaluations = False, 0
+        if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
+            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
+            log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
+            accepted, evaluations = accept(log_ratio, self.rng), 2
+            if accepted:
+                point = proposal
+        if self.tune and self.adaptive:
+            self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
+        return point, accepted, evaluations
+
+    def _slice_move(self, point):
+        """The non-centred slice draw of the unconstrained value; returns ``(point, moved,
+        evaluations)``."""
+        value = float(point[self._value_name])
+        old = float(self._from_value(np.asarray(value)))
+        proposals = {}
+
+        def log_density(x):
+            new_value = float(x[0])
+            new = float(self._from_value(np.asarray(new_value)))
+            if not 0.0 < new < 1.0:
+                return np.array([-np.inf])
+            proposal, log_det = self._joint_proposal(point, new_value, old, new)
+            proposals[new_value] = proposal
+            return np.array([self._joint_logp(proposal) + log_det])
+
+        x1, evaluations = slice_slots(
+            log_density, np.array([value]), np.array([True]), self.noncentred_scale, self.rng
+        )
+        new_value = float(x1[0])
+        moved = new_value != value
+        if moved:
+            point = proposals[new_value]
+        if self.tune and self.adaptive:
+            self._n_tuned += 1
+            distance = max(abs(new_value - value), 1e-8)
+            self.noncentred_scale += (distance - self.noncentred_scale) / self._n_tuned
+        return point, moved, evaluations
 
     def _joint_proposal(self, point, proposed_value, old, new):
         """The joint proposal (point, log |det|) for hyperparameter ``old -> new``."""
@@ -253,6 +318,9 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
     def reset_tuning(self):
         super().reset_tuning()
         self._noncentred_tuner.reset()
+        if self.noncentred_move == "slice":
+            self.noncentred_scale = self._initial_noncentred_scale
+            self._n_tuned = 0
 
     @staticmethod
     def competence(var, has_grad=None):

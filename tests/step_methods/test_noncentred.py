@@ -61,10 +61,11 @@ def check_quantiles(draws, grid, density, k=4.5):
     return failures
 
 
-def sample(model, seed, draws=4000):
+def sample(model, seed, draws=4000, step=None):
     with model:
         return pm.sample(
             draws,
+            step=step,
             tune=500,
             chains=2,
             cores=1,
@@ -106,6 +107,8 @@ def test_steps_assigned_to_rho_and_tau():
         pmc.NonCentredHyperparameterMetropolis([model["p"]], model=model)
     with pytest.raises(ValueError, match="noncentred_scale"):
         pmc.NonCentredHyperparameterMetropolis([model["rho"]], model=model, noncentred_scale=0)
+    with pytest.raises(ValueError, match="noncentred_move must be 'slice' or 'metropolis'"):
+        pmc.NonCentredHyperparameterMetropolis([model["rho"]], model=model, noncentred_move="hmc")
 
 
 RHO_LISTS = [[0, 1]] * 4 + [[1, 0]] * 2
@@ -122,16 +125,24 @@ def exact_rho_posterior(n_dims=3):
     return grid, stats.beta.pdf(grid, *RHO_PRIOR) * mix
 
 
-def test_single_order_rho_posterior_is_exact():
+@pytest.mark.parametrize("move", ["slice", "metropolis"])
+def test_single_order_rho_posterior_is_exact(move):
     model = pmc.models.partial_order(RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR)
-    idata = sample(model, seed=7)
+    step = None
+    if move == "metropolis":
+        step = [
+            pmc.NonCentredHyperparameterMetropolis(
+                [model["rho"]], noncentred_move="metropolis", model=model
+            )
+        ]
+    idata = sample(model, seed=7, step=step)
     draws = idata.posterior["rho"].values
     grid, density = exact_rho_posterior()
     assert not check_quantiles(draws, grid, density)
     # Power: the prior alone is rejected.
     assert check_quantiles(draws, grid, stats.beta.pdf(grid, *RHO_PRIOR))
     accept = idata.sample_stats["noncentred_accepted"].values.mean()
-    assert 0.15 < accept < 0.9
+    assert (0.15 < accept < 0.9) if move == "metropolis" else accept > 0.95
 
 
 TAU_LISTS = [[0, 1]] * 3 + [[1, 0]] * 3
