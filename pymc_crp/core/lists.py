@@ -34,6 +34,7 @@ from pymc_crp.core.linext_support import (
     utility_relation_words,
 )
 from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error, validate_rankings
+from pymc_crp.core.restricted_orders import copy_restricted_equal, item_masks
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -120,8 +121,9 @@ class ListSet:
 
     Row ``i`` of the padded ``lists`` (``-1`` after its length) is read best first
     (``top_down``) or backwards; ``steps`` holds the distinct rows so read, sorted (lists
-    sharing their first steps are neighbours), ``inverse[i]`` the row of list ``i`` and
-    ``token`` a digest of the content (lists with equal content share cache entries).
+    sharing their first steps are neighbours), ``inverse[i]`` the row of list ``i``, ``masks``
+    the item set of each distinct row as two uint64 words and ``token`` a digest of the
+    content (lists with equal content share cache entries).
     """
 
     def __init__(self, lists, top_down: bool = True):
@@ -143,11 +145,13 @@ class ListSet:
         self.steps = np.ascontiguousarray(unique, dtype=np.int64)
         self.lengths = np.sum(self.steps >= 0, axis=1).astype(np.int64)
         self.inverse = np.ascontiguousarray(inverse.ravel(), dtype=np.int64)
+        self.masks = item_masks(self.steps)
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.array([self.top_down, *steps.shape], dtype=np.int64).tobytes())
         digest.update(steps.tobytes())
         self.token = digest.digest()
-        self.nbytes = self.steps.nbytes + self.lengths.nbytes + self.inverse.nbytes
+        arrays = (self.steps, self.lengths, self.inverse, self.masks)
+        self.nbytes = sum(a.nbytes for a in arrays)
 
 
 class ListLikelihoodCache:
@@ -168,6 +172,15 @@ class ListLikelihoodCache:
     Entries are evicted least recently used first, so they never take more than
     ``max_bytes``; at most ``max_list_sets`` prepared list sets are remembered (by the
     identity of the array: a remembered array must not be modified in place).
+
+    A list's ratios depend on ``h`` only through ``h`` restricted to the list's items, so a
+    list missing from the entry of ``h`` takes them from a *hint* entry of another order
+    ``h'`` when ``h[S] = h'[S]`` (:func:`~pymc_crp.core.restricted_orders.
+    copy_restricted_equal`): moves of some items' utilities, and maps of all of them that
+    keep most lists' restricted orders (``ρ``, ``τ``), count only the lists whose restricted
+    order changed. The hint is an order the caller names, else the order last asked for the
+    same slot of the same lists. Any entry gives the same ratios, so the values never depend
+    on the hint.
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, max_list_sets: int = 8):
@@ -176,8 +189,10 @@ class ListLikelihoodCache:
         self._entries: OrderedDict = OrderedDict()
         self._sets: OrderedDict = OrderedDict()
         self.entry_bytes = 0
+        self._last: dict = {}  # (list token, slot) -> key of the order last asked for
         self.computed = 0  # distinct lists whose ratios were counted
         self.reused = 0  # lists served from an entry
+        self.copied = 0  # distinct lists whose ratios were taken from a hint entry
 
     @property
     def nbytes(self) -> int:
@@ -190,6 +205,7 @@ class ListLikelihoodCache:
     def clear(self) -> None:
         self._entries.clear()
         self._sets.clear()
+        self._last.clear()
         self.entry_bytes = 0
 
     def list_set(self, lists, top_down: bool = True) -> ListSet:
@@ -216,12 +232,15 @@ class ListLikelihoodCache:
         rows=None,
         want_grad: bool = False,
         max_states: int = DEFAULT_MAX_STATES,
+        hint=None,
     ):
         """``log p(Y_i | h_{labels}, p)`` for lists ``rows`` (default: all).
 
         ``words`` is :func:`order_words` of the slots' utilities (same direction as
-        ``list_set``), ``labels`` the slot of each requested list. Returns the
-        log-likelihoods, and ``d/dp`` of them with ``want_grad``.
+        ``list_set``), ``labels`` the slot of each requested list. ``hint`` is a ``(4, M)``
+        order whose entry lends the ratios of the lists it leaves unchanged, ``None`` (the
+        order last asked for the same slot, and remember these) or ``False`` (no hint).
+        Returns the log-likelihoods, and ``d/dp`` of them with ``want_grad``.
         """
         words = np.ascontiguousarray(words, dtype=np.uint64)
         index = list_set.inverse if rows is None else list_set.inverse[rows]
@@ -249,7 +268,7 @@ class ListLikelihoodCache:
         for slot, sel in groups:
             needed = index[sel]
             if p < 1.0 or want_grad:
-                entry = self._entry(list_set, words, slot, needed, max_states)
+                entry = self._entry(list_set, words, slot, needed, max_states, hint)
                 ratios, combined = entry.ratios, entry.combined(p, want_grad)
             else:  # every term is 1 / r_j: no counts needed
                 if zeros is None:
@@ -262,9 +281,27 @@ class ListLikelihoodCache:
             )
         return (ll, dp) if want_grad else ll
 
-    def _entry(self, list_set, words, slot, needed, max_states):
+    def fill(self, list_set: ListSet, words, rows, hint, max_states: int = DEFAULT_MAX_STATES):
+        """Make the entry of the order ``words`` ``(4, M)`` hold lists ``rows``, taking what it
+        can from the entry of ``hint`` ``(4, M)`` (e.g. after a move from ``hint`` to ``words``
+        is accepted, so that the entry of the new state holds all the lists of the old)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        needed = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        self._entry(list_set, words, 0, needed, max_states, hint)
+
+    def _entry(self, list_set, words, slot, needed, max_states, hint=None):
         """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled."""
         key = (list_set.token, words[slot].tobytes())
+        if hint is None:
+            hint_key = self._last.get((list_set.token, slot))
+            if len(self._last) > 4096:
+                self._last.clear()
+            self._last[(list_set.token, slot)] = key
+        elif hint is False:
+            hint_key = None
+        else:
+            hint_key = (list_set.token, np.ascontiguousarray(hint, dtype=np.uint64).tobytes())
+        source = None if hint_key is None or hint_key == key else self._entries.get(hint_key)
         entry = self._entries.get(key)
         if entry is None:
             entry = _Entry(list_set, len(key[1]))
@@ -279,6 +316,24 @@ class ListLikelihoodCache:
         mask[needed] = True
         mask &= ~entry.done
         missing = np.flatnonzero(mask)  # sorted: neighbours share their first steps
+        n_missing = missing.size
+        if missing.size and source is not None:
+            n_words = words.shape[2]
+            copied = copy_restricted_equal(
+                np.frombuffer(hint_key[1], dtype=np.uint64).reshape(4, n_words),
+                words[slot],
+                list_set.steps,
+                list_set.lengths,
+                list_set.masks,
+                missing,
+                source.ratios,
+                source.done,
+                entry.ratios,
+                entry.done,
+            )
+            if copied:
+                missing = missing[~entry.done[missing]]
+            self.copied += copied
         if missing.size:
             ok = _linext.ratios_kernel(
                 words[slot : slot + 1],
@@ -295,7 +350,7 @@ class ListLikelihoodCache:
                 raise _limit_error(words.shape[2], max_states)
             entry.done[missing] = True
         self.computed += missing.size
-        self.reused += needed.size - missing.size
+        self.reused += needed.size - n_missing
         return entry
 
 
