@@ -110,10 +110,21 @@ DEFAULT_CACHE_BYTES = 64 * 2**20
 _ENTRY_OVERHEAD = 256  # bytes charged per entry for its key, dict slot and array headers
 
 
-def order_words(utilities, top_down: bool = True) -> np.ndarray:
+def order_words(utilities, top_down: bool = True, slots=None) -> np.ndarray:
     """Bitset form ``(L, 4, M)`` of the dominance orders of ``utilities`` ``(L, M, K)``, as
-    the list kernels read them (the dual orders for bottom-up lists)."""
-    return utility_relation_words(utilities, dual=not top_down)
+    the list kernels read them (the dual orders for bottom-up lists).
+
+    With ``slots`` (e.g. the labels of the lists) only those orders are built (``O(M^2 K)``
+    each); the others are left zero, so only ``slots`` may be used with the result.
+    """
+    if slots is None:
+        return utility_relation_words(utilities, dual=not top_down)
+    utilities = np.asarray(utilities)
+    used = np.unique(np.asarray(slots, dtype=np.int64))
+    words = np.zeros((utilities.shape[0], 4, utilities.shape[1]), dtype=np.uint64)
+    if used.size:
+        words[used] = utility_relation_words(utilities[used], dual=not top_down)
+    return words
 
 
 class ListSet:

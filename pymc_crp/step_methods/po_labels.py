@@ -309,7 +309,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             self._beta = min(1.0, (self._iteration + 1) / self.anneal)
             self._iteration += 1
         cache = list_likelihood_cache()
-        words = order_words(utilities, self._term.top_down)
+        words = order_words(utilities, self._term.top_down, slots=occupied)
         ll = np.zeros((n_lists, n_slots))
         rows = np.tile(np.arange(n_lists), occupied.size)
         ll[:, occupied] = (

@@ -36,6 +36,7 @@ from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.restricted_orders import move_item_words
 from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
     interval_points,
@@ -117,15 +118,28 @@ class _ListTerm:
         )
         self.utility_name = utility_value.name
 
-    def words(self, point, slot=None):
-        """Bitset orders ``(L, 4, M)`` of all slots, or ``(1, 4, M)`` of ``slot``."""
+    def words(self, point, slot=None, used=None):
+        """Bitset orders ``(L, 4, M)`` of all slots (of slots ``used`` only, the others
+        zero), or ``(1, 4, M)`` of ``slot``."""
         eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
         eta = eta if eta.ndim == 3 else eta[None]
-        return order_words(eta if slot is None else eta[slot : slot + 1], self.top_down)
+        if slot is not None:
+            return order_words(eta[slot : slot + 1], self.top_down)
+        return order_words(eta, self.top_down, slots=used)
+
+    def moved_words(self, point, slot, old, item):
+        """``words(point, slot)`` when only ``item``'s utilities moved from those of the order
+        ``old`` ``(4, M)``: its relations only are recomputed (lists that read ``U``
+        directly; others recompute the order)."""
+        if self.direct is None:
+            return self.words(point, slot)
+        eta = point[self.direct]
+        eta = eta[slot] if eta.ndim == 3 else eta
+        return move_item_words(old, eta, item, not self.top_down)[None]
 
     def all_logliks(self, point, labels, noise):
         """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
-        words = self.words(point)
+        words = self.words(point, used=labels)
         cache = list_likelihood_cache()
         return words, cache.log_likelihoods(self.list_set, words, labels, noise)
 
@@ -138,11 +152,13 @@ class _ListTerm:
         words = self.item_words[rows]
         return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
 
-    def slot_logliks(self, words, rows, noise):
-        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``."""
+    def slot_logliks(self, words, rows, noise, hint=False):
+        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``;
+        ``hint`` a ``(4, M)`` order whose cached entry may lend unchanged lists (see
+        :meth:`~pymc_crp.core.lists.ListLikelihoodCache.log_likelihoods`)."""
         labels = np.zeros(rows.shape[0], dtype=np.int64)
         return list_likelihood_cache().log_likelihoods(
-            self.list_set, words, labels, noise, rows=rows
+            self.list_set, words, labels, noise, rows=rows, hint=hint
         )
 
 
@@ -151,6 +167,15 @@ def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
     if item >= term.contains.shape[1]:
         return rows[:0]
     return rows[term.contains[rows, item]]
+
+
+def _carry_entry(term: _ListTerm, state, slot: int, rows: np.ndarray, old: np.ndarray) -> None:
+    """After the order of ``slot`` moved from ``old`` to ``state.words[slot]``, let the cache
+    entry of the new order hold all the slot's lists ``rows``, copied from the entry of ``old``
+    where their restricted order is unchanged (so later steps at this state count nothing)."""
+    new = state.words[slot]
+    if state.noise < 1.0 and rows.size and not np.array_equal(new, old):
+        list_likelihood_cache().fill(term.list_set, new, rows, old)
 
 
 @dataclass
@@ -431,8 +456,10 @@ class UtilityMetropolis(BlockedStep):
         if present.all():
             return np.arange(n_items)
         utilities[index][~present] = prior.absent_draw[index][~present]
-        for term, state in zip(self._terms, sweep.states, strict=True):
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+            old = state.words[sweep.slot].copy()
             state.words[sweep.slot] = term.words(sweep.point, sweep.slot)[0]
+            _carry_entry(term, state, sweep.slot, rows, old)
         prior.density = None
         return np.flatnonzero(present)
 
@@ -517,10 +544,14 @@ class UtilityMetropolis(BlockedStep):
             log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
         )
         slot_u[item, k] = x
-        for state, (rows, words, lls, per_candidate) in zip(sweep.states, found, strict=True):
+        for term, state, slot_rows, (rows, words, lls, per_candidate) in zip(
+            self._terms, sweep.states, sweep.rows, found, strict=True
+        ):
+            old = state.words[sweep.slot].copy()
             state.words[sweep.slot] = words[r]
             if lls is not None:
                 state.logliks[rows] = lls[per_candidate[r]]
+            _carry_entry(term, state, sweep.slot, slot_rows, old)
 
     def _accept_slot(self, sweep: _SlotSweep, item: int | None, log_ratio: float) -> bool:
         """Metropolis test for a proposal already written into the point; caches on accept.
@@ -533,14 +564,16 @@ class UtilityMetropolis(BlockedStep):
         for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
             if item is not None:
                 rows = _rows_with_item(term, rows, item)
-            new_words = term.words(sweep.point, slot)
+                new_words = term.moved_words(sweep.point, slot, state.words[slot], item)
+            else:
+                new_words = term.words(sweep.point, slot)
             if rows.size == 0:
                 updates.append((state, rows, None, new_words))
                 continue
             if np.array_equal(new_words[0], state.words[slot]):  # same order: same likelihoods
                 new = state.logliks[rows]
-            elif item is None:
-                new = term.slot_logliks(new_words, rows, state.noise)
+            elif item is None:  # lists whose restricted order is unchanged come from the cache
+                new = term.slot_logliks(new_words, rows, state.noise, hint=state.words[slot])
             else:  # lists whose restricted order is unchanged keep their likelihoods
                 new = state.logliks[rows].copy()
                 changed = term.restricted_changed(state.words[slot], new_words[0], item, rows)
@@ -550,10 +583,14 @@ class UtilityMetropolis(BlockedStep):
             updates.append((state, rows, new, new_words))
         accepted = accept(log_ratio, self.rng)
         if accepted:
-            for state, rows, new, new_words in updates:
+            for (state, rows, new, new_words), term, slot_rows in zip(
+                updates, self._terms, sweep.rows, strict=True
+            ):
+                old = state.words[slot].copy()
                 if new is not None:
                     state.logliks[rows] = new
                 state.words[slot] = new_words[0]
+                _carry_entry(term, state, slot, slot_rows, old)
         return bool(accepted)
 
     def reset_tuning(self):
