@@ -201,6 +201,7 @@ class ListLikelihoodCache:
         self._sets: OrderedDict = OrderedDict()
         self.entry_bytes = 0
         self._last: dict = {}  # (list token, slot) -> key of the order last asked for
+        self._pending = None  # (key, rows, ratios) of the last proposal counted without entry
         self.computed = 0  # distinct lists whose ratios were counted
         self.reused = 0  # lists served from an entry
         self.copied = 0  # distinct lists whose ratios were taken from a hint entry
@@ -217,6 +218,7 @@ class ListLikelihoodCache:
         self._entries.clear()
         self._sets.clear()
         self._last.clear()
+        self._pending = None
         self.entry_bytes = 0
 
     def list_set(self, lists, top_down: bool = True) -> ListSet:
@@ -292,16 +294,86 @@ class ListLikelihoodCache:
             )
         return (ll, dp) if want_grad else ll
 
+    def order_log_likelihoods(
+        self,
+        list_set: ListSet,
+        words,
+        rows,
+        p: float,
+        *,
+        hint=False,
+        max_states: int = DEFAULT_MAX_STATES,
+    ) -> np.ndarray:
+        """``log p(Y_i | h, p)`` for lists ``rows`` under the one order ``words`` ``(4, M)``
+        (or ``(1, 4, M)``): :meth:`log_likelihoods` with every label 0, without grouping the
+        lists by label (the path of one-item Metropolis moves)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[rows]
+        if p < 1.0:
+            entry = self._entry(list_set, words, 0, index, max_states, hint)
+            ratios, combined = entry.ratios, entry.combined(p, False)
+        else:  # every term is 1 / r_j: no counts needed
+            ratios = np.zeros(_Entry.ratio_shape(list_set))
+            n_rows = ratios.shape[0]
+            combined = (np.empty(n_rows), np.empty(n_rows), np.zeros(n_rows, dtype=bool))
+        return loglik_from_ratios(ratios, list_set.lengths, index, float(p), False, *combined)[0]
+
+    def proposal_log_likelihoods(
+        self, list_set: ListSet, words, rows, p: float, *, max_states: int = DEFAULT_MAX_STATES
+    ) -> np.ndarray:
+        """:meth:`order_log_likelihoods` for a proposed order that will most likely be left:
+        served from its entry if that holds the lists already, otherwise counted without
+        creating one (the ratios are kept aside until the next call, so that :meth:`fill` of
+        the same order stores them when the proposal is accepted)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[rows]
+        if p >= 1.0 or not index.size:
+            return self.order_log_likelihoods(list_set, words, rows, p, max_states=max_states)
+        key = (list_set.token, words[0].tobytes())
+        entry = self._entries.get(key)
+        if entry is not None and entry.done[index].all():
+            self._entries.move_to_end(key)
+            self.reused += index.size
+            return loglik_from_ratios(
+                entry.ratios, list_set.lengths, index, float(p), False, *entry.combined(p, False)
+            )[0]
+        n = index.size  # (a repeated list is counted twice: rare, and cheaper than sorting)
+        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
+        lengths = list_set.lengths[index]
+        order = np.arange(n, dtype=np.int64)
+        ok = _linext.ratios_kernel(
+            words,
+            list_set.steps[index],
+            lengths,
+            order,
+            np.array([0, n], dtype=np.int64),
+            True,
+            float_binomials(),
+            int(max_states),
+            ratios,
+        )
+        if not ok:
+            raise _limit_error(words.shape[2], max_states)
+        self.computed += n
+        self._pending = (key, index, ratios)
+        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+
     def fill(self, list_set: ListSet, words, rows, hint, max_states: int = DEFAULT_MAX_STATES):
         """Make the entry of the order ``words`` ``(4, M)`` hold lists ``rows``, taking what it
         can from the entry of ``hint`` ``(4, M)`` (e.g. after a move from ``hint`` to ``words``
         is accepted, so that the entry of the new state holds all the lists of the old)."""
         words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
         needed = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == (list_set.token, words[0].tobytes()):
+            _, counted, ratios = pending  # the lists counted for the proposal
+            self._entry(list_set, words, 0, counted, max_states, False, given=ratios)
         self._entry(list_set, words, 0, needed, max_states, hint)
 
-    def _entry(self, list_set, words, slot, needed, max_states, hint=None):
-        """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled."""
+    def _entry(self, list_set, words, slot, needed, max_states, hint=None, given=None):
+        """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled
+        (``given``: the ratios of the rows ``needed``, already counted)."""
         key = (list_set.token, words[slot].tobytes())
         if hint is None:
             hint_key = self._last.get((list_set.token, slot))
@@ -328,6 +400,10 @@ class ListLikelihoodCache:
         mask &= ~entry.done
         missing = np.flatnonzero(mask)  # sorted: neighbours share their first steps
         n_missing = missing.size
+        if given is not None:
+            entry.ratios[needed] = given
+            entry.done[needed] = True
+            return entry
         if missing.size and source is not None:
             n_words = words.shape[2]
             copied = copy_restricted_equal(

@@ -94,8 +94,8 @@ def equicorrelated_logpdf(value, mu, rho, scale):
     lib = pt if isinstance(value, pt.TensorVariable) else np
     diff = value - mu
     k = value.shape[-1]
-    sq = lib.sum(diff**2, axis=-1)
-    total = lib.sum(diff, axis=-1)
+    sq = (diff**2).sum(axis=-1)  # the methods: the same reductions, less call overhead
+    total = diff.sum(axis=-1)
     one_plus = 1.0 + (k - 1) * rho
     quad = (sq - rho / one_plus * total**2) / ((1.0 - rho) * scale**2)
     logdet = (k - 1) * lib.log1p(-rho) + lib.log(one_plus) + 2 * k * lib.log(scale)

@@ -32,11 +32,9 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
-from pymc_crp.core.restricted_orders import move_item_words
 from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
     interval_points,
@@ -47,146 +45,26 @@ from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalRV,
     equicorrelated_logpdf,
 )
-from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
 from pymc_crp.roles import find_model
+from pymc_crp.step_methods.list_terms import (
+    _carry_entry,
+    _list_children,
+    _ListTerm,
+    _proposal_logliks,
+    _rows_by_item,
+    _rows_with_item,
+    _TermState,
+)
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
-    dependent_terms,
     prior_draw_function,
-    term_logps,
 )
 
 __all__ = ["UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
-
-
-def _list_children(model, value_var, exclude):
-    """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
-    children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
-    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
-        return None
-    if not all(c in model.observed_RVs for c in children):
-        return None
-    return children
-
-
-class _ListTerm:
-    """One observed PartialOrderLists term: compiled parameters and the lists, prepared for
-    the process-wide :func:`~pymc_crp.core.lists.list_likelihood_cache`."""
-
-    def __init__(self, model, rv, utility_value, compile_kwargs):
-        params = PartialOrderListsParams.from_rv(rv)
-        utilities, labels, noise = model.replace_rvs_by_values(
-            [params.utilities, params.labels, params.noise]
-        )
-        # The order utilities are often the utility variable itself: read it from the point.
-        self.direct = None
-        owner = utilities.owner
-        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
-            owner is not None
-            and isinstance(owner.op, DimShuffle)
-            and owner.inputs[0] is utility_value
-            and utility_value.ndim == 2
-            and tuple(owner.op.new_order) == ("x", 0, 1)
-        )
-        if (utilities is utility_value and utilities.ndim == 3) or expanded:
-            self.direct = utility_value.name
-        else:
-            self.eta_fn = compile_point_function(
-                model, pt.cast(utilities, "float64"), compile_kwargs
-            )
-        self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
-        self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
-        self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
-        self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
-        self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
-        n_items = int(model.rvs_to_values[rv].data.max()) + 1
-        self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
-        rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
-        flat = self.lists.ravel()
-        self.contains[rows[flat >= 0], flat[flat >= 0]] = True
-        # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
-        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
-        present = flat >= 0
-        np.bitwise_or.at(
-            self.item_words,
-            (rows[present], flat[present] // 64),
-            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
-        )
-        self.utility_name = utility_value.name
-
-    def words(self, point, slot=None, used=None):
-        """Bitset orders ``(L, 4, M)`` of all slots (of slots ``used`` only, the others
-        zero), or ``(1, 4, M)`` of ``slot``."""
-        eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
-        eta = eta if eta.ndim == 3 else eta[None]
-        if slot is not None:
-            return order_words(eta[slot : slot + 1], self.top_down)
-        return order_words(eta, self.top_down, slots=used)
-
-    def moved_words(self, point, slot, old, item):
-        """``words(point, slot)`` when only ``item``'s utilities moved from those of the order
-        ``old`` ``(4, M)``: its relations only are recomputed (lists that read ``U``
-        directly; others recompute the order)."""
-        if self.direct is None:
-            return self.words(point, slot)
-        eta = point[self.direct]
-        eta = eta[slot] if eta.ndim == 3 else eta
-        return move_item_words(old, eta, item, not self.top_down)[None]
-
-    def all_logliks(self, point, labels, noise):
-        """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
-        words = self.words(point, used=labels)
-        cache = list_likelihood_cache()
-        return words, cache.log_likelihoods(self.list_set, words, labels, noise)
-
-    def restricted_changed(self, old, new, item, rows) -> np.ndarray:
-        """Which lists ``rows`` (all containing ``item``) see a different order when only
-        ``item``'s utilities moved from order ``old`` to ``new`` (``(4, M)`` words): a list's
-        likelihood depends on the order restricted to its items only, and ``item``'s
-        relations are its rows of items above it and items comparable to it."""
-        flips = old[:, item] ^ new[:, item]  # up_lo, up_hi, cmp_lo, cmp_hi
-        words = self.item_words[rows]
-        return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
-
-    def slot_logliks(self, words, rows, noise, hint=False):
-        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``;
-        ``hint`` a ``(4, M)`` order whose cached entry may lend unchanged lists (see
-        :meth:`~pymc_crp.core.lists.ListLikelihoodCache.log_likelihoods`)."""
-        labels = np.zeros(rows.shape[0], dtype=np.int64)
-        return list_likelihood_cache().log_likelihoods(
-            self.list_set, words, labels, noise, rows=rows, hint=hint
-        )
-
-
-def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
-    """The lists ``rows`` of ``term`` that contain ``item``."""
-    if item >= term.contains.shape[1]:
-        return rows[:0]
-    return rows[term.contains[rows, item]]
-
-
-def _carry_entry(term: _ListTerm, state, slot: int, rows: np.ndarray, old: np.ndarray) -> None:
-    """After the order of ``slot`` moved from ``old`` to ``state.words[slot]``, let the cache
-    entry of the new order hold all the slot's lists ``rows``, copied from the entry of ``old``
-    where their restricted order is unchanged (so later steps at this state count nothing)."""
-    new = state.words[slot]
-    if state.noise < 1.0 and rows.size and not np.array_equal(new, old):
-        list_likelihood_cache().fill(term.list_set, new, rows, old)
-
-
-@dataclass
-class _TermState:
-    """One list term during a step: the lists' ``labels`` and ``noise``, their cached
-    ``logliks`` and the slots' orders ``words`` (both updated as moves are accepted)."""
-
-    labels: np.ndarray
-    noise: float
-    logliks: np.ndarray
-    words: np.ndarray
 
 
 @dataclass
@@ -205,7 +83,8 @@ class _SlotPrior:
 @dataclass
 class _SlotSweep:
     """The moves of one slot: the point (whose utilities are updated in place), the slot and
-    its index into the utilities, the term states and the rows of the slot's lists."""
+    its index into the utilities, the term states, the rows of the slot's lists and, per term,
+    those rows grouped by item (:func:`~pymc_crp.step_methods.list_terms._rows_by_item`)."""
 
     point: dict
     utilities: np.ndarray
@@ -214,6 +93,7 @@ class _SlotSweep:
     states: list
     rows: list
     prior: _SlotPrior
+    by_item: list
 
 
 @dataclass
@@ -369,7 +249,8 @@ class UtilityMetropolis(BlockedStep):
                 prior.density = None
                 continue
             rows = [np.flatnonzero(state.labels == slot) for state in states]
-            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior)
+            by_item = [_rows_by_item(term, r) for term, r in zip(self._terms, rows, strict=True)]
+            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior, by_item)
             if self._gaussian and self.pcn:
                 self._pcn_move(sweep, moves)
             items = self._items_in_lists(sweep)
@@ -561,25 +442,33 @@ class UtilityMetropolis(BlockedStep):
         """
         slot = sweep.slot
         updates = []
-        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+        for term, state, rows, (by_item, starts) in zip(
+            self._terms, sweep.states, sweep.rows, sweep.by_item, strict=True
+        ):
+            old = state.words[slot]
+            flips = None
             if item is not None:
-                rows = _rows_with_item(term, rows, item)
-                new_words = term.moved_words(sweep.point, slot, state.words[slot], item)
+                rows = (
+                    by_item[starts[item] : starts[item + 1]] if item < starts.size - 1 else rows[:0]
+                )
+                new_words = term.moved_words(sweep.point, slot, old, item)
+                flips = old[:, item] ^ new_words[0, :, item]  # item's relations: all that moved
             else:
                 new_words = term.words(sweep.point, slot)
             if rows.size == 0:
                 updates.append((state, rows, None, new_words))
                 continue
-            if np.array_equal(new_words[0], state.words[slot]):  # same order: same likelihoods
-                new = state.logliks[rows]
+            current = state.logliks[rows]
+            if not (flips.any() if flips is not None else (new_words[0] != old).any()):
+                new = current  # same order: same likelihoods
             elif item is None:  # lists whose restricted order is unchanged come from the cache
-                new = term.slot_logliks(new_words, rows, state.noise, hint=state.words[slot])
+                new = term.slot_logliks(new_words, rows, state.noise, hint=old)
             else:  # lists whose restricted order is unchanged keep their likelihoods
-                new = state.logliks[rows].copy()
-                changed = term.restricted_changed(state.words[slot], new_words[0], item, rows)
+                new = current.copy()
+                changed = term.restricted_changed(old, new_words[0], item, rows, flips)
                 if changed.any():
-                    new[changed] = term.slot_logliks(new_words, rows[changed], state.noise)
-            log_ratio += float(np.sum(new) - np.sum(state.logliks[rows]))
+                    new[changed] = _proposal_logliks(term, new_words, rows[changed], state.noise)
+            log_ratio += float(new.sum() - current.sum())
             updates.append((state, rows, new, new_words))
         accepted = accept(log_ratio, self.rng)
         if accepted:

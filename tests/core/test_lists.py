@@ -116,3 +116,32 @@ def test_fill_takes_the_unchanged_lists_of_the_hint():
     got = cache.log_likelihoods(list_set, new, labels, P, hint=False)
     assert cache.computed - computed == n_changed  # all served from the filled entry
     np.testing.assert_array_equal(got, _direct(moved[None], padded, labels, True))
+
+
+def test_proposals_are_counted_without_entries_and_stored_by_fill():
+    rng = np.random.default_rng(9)
+    padded = _lists(rng, 200)
+    cache = ListLikelihoodCache()
+    list_set = cache.list_set(padded, True)
+    eta = rng.standard_normal((N_ITEMS, N_DIMS))
+    labels = np.zeros(padded.shape[0], dtype=np.int64)
+    words = order_words(eta[None])
+    cache.log_likelihoods(list_set, words, labels, P, hint=False)
+    for t in range(30):
+        item = int(rng.integers(N_ITEMS))
+        moved = eta.copy()
+        moved[item] += rng.standard_normal(N_DIMS)
+        new = order_words(moved[None])
+        rows = np.flatnonzero((padded == item).any(axis=1))
+        n_entries = len(cache)
+        got = cache.proposal_log_likelihoods(list_set, new, rows, P)
+        expected = _direct(moved[None], padded, labels, True)
+        np.testing.assert_array_equal(got, expected[rows])
+        assert len(cache) == n_entries  # no entry for a proposal
+        if t % 2:  # accepted: the new order's entry holds every list, bit for bit
+            cache.fill(list_set, new[0], np.arange(padded.shape[0]), words[0])
+            computed = cache.computed
+            full = cache.log_likelihoods(list_set, new, labels, P, hint=False)
+            assert cache.computed == computed
+            np.testing.assert_array_equal(full, expected)
+            eta, words = moved, new
