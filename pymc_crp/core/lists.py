@@ -201,15 +201,18 @@ class ListLikelihoodCache:
         self._sets: OrderedDict = OrderedDict()
         self.entry_bytes = 0
         self._last: dict = {}  # (list token, slot) -> key of the order last asked for
-        self._pending = None  # (key, rows, ratios) of the last proposal counted without entry
+        self._pending: dict = {}  # list token -> (key, rows, ratios) of its last proposal
+        self._proposals: OrderedDict = OrderedDict()  # key -> (rows, ratios, nbytes)
+        self.proposal_bytes = 0
         self.computed = 0  # distinct lists whose ratios were counted
         self.reused = 0  # lists served from an entry
         self.copied = 0  # distinct lists whose ratios were taken from a hint entry
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the entries plus the remembered list sets."""
-        return self.entry_bytes + sum(s.nbytes for _, s in self._sets.values())
+        """Bytes held: the entries, the kept proposals and the remembered list sets."""
+        sets = sum(s.nbytes for _, s in self._sets.values())
+        return self.entry_bytes + self.proposal_bytes + sets
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -218,7 +221,9 @@ class ListLikelihoodCache:
         self._entries.clear()
         self._sets.clear()
         self._last.clear()
-        self._pending = None
+        self._pending.clear()
+        self._proposals.clear()
+        self.proposal_bytes = 0
         self.entry_bytes = 0
 
     def list_set(self, lists, top_down: bool = True) -> ListSet:
@@ -334,13 +339,25 @@ class ListLikelihoodCache:
         if entry is not None and entry.done[index].all():
             self._entries.move_to_end(key)
             self.reused += index.size
+            self._pending[list_set.token] = (key, index, entry.ratios[index])
             return loglik_from_ratios(
                 entry.ratios, list_set.lengths, index, float(p), False, *entry.combined(p, False)
             )[0]
-        n = index.size  # (a repeated list is counted twice: rare, and cheaper than sorting)
-        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
+        n = index.size
         lengths = list_set.lengths[index]
         order = np.arange(n, dtype=np.int64)
+        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        kept = self._proposals.get(key)  # a proposal of this order before, of these lists?
+        if kept is not None:
+            where = np.minimum(np.searchsorted(kept[0], index), kept[0].size - 1)
+            if np.array_equal(kept[0][where], index):
+                self._proposals.move_to_end(key)
+                self.reused += n
+                ratios = kept[1][where]
+                self._pending[list_set.token] = (key, index, ratios)
+                return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+        # (a repeated list is counted twice: rare, and cheaper than sorting)
+        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
         ok = _linext.ratios_kernel(
             words,
             list_set.steps[index],
@@ -355,9 +372,25 @@ class ListLikelihoodCache:
         if not ok:
             raise _limit_error(words.shape[2], max_states)
         self.computed += n
-        self._pending = (key, index, ratios)
-        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        self._pending[list_set.token] = (key, index, ratios)
+        self._keep_proposal(key, index, ratios)
         return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+
+    def _keep_proposal(self, key, index, ratios) -> None:
+        """Remember the ratios of a proposal's lists (sorted by row), bounded by a quarter of
+        ``max_bytes``: moves back to a proposed order are common when the lists span few
+        items."""
+        sort = np.argsort(index, kind="stable")
+        kept = (index[sort], ratios[sort])
+        size = kept[0].nbytes + kept[1].nbytes + len(key[1]) + _ENTRY_OVERHEAD
+        old = self._proposals.pop(key, None)
+        if old is not None:
+            self.proposal_bytes -= old[2]
+        while self._proposals and self.proposal_bytes + size > self.max_bytes // 4:
+            self.proposal_bytes -= self._proposals.popitem(last=False)[1][2]
+        if size <= self.max_bytes // 4:
+            self._proposals[key] = (*kept, size)
+            self.proposal_bytes += size
 
     def fill(self, list_set: ListSet, words, rows, hint, max_states: int = DEFAULT_MAX_STATES):
         """Make the entry of the order ``words`` ``(4, M)`` hold lists ``rows``, taking what it
@@ -365,11 +398,36 @@ class ListLikelihoodCache:
         is accepted, so that the entry of the new state holds all the lists of the old)."""
         words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
         needed = list_set.inverse[np.asarray(rows, dtype=np.int64)]
-        pending, self._pending = self._pending, None
-        if pending is not None and pending[0] == (list_set.token, words[0].tobytes()):
-            _, counted, ratios = pending  # the lists counted for the proposal
+        ratios = self.pending_ratios(list_set, words)
+        if ratios is not None:  # the lists counted for the proposal
+            counted = self._pending.pop(list_set.token)[1]
             self._entry(list_set, words, 0, counted, max_states, False, given=ratios)
         self._entry(list_set, words, 0, needed, max_states, hint)
+
+    def pending_ratios(self, list_set: ListSet, words):
+        """The count ratios ``(len(rows), m - 1)`` of the lists ``rows`` of the last
+        :meth:`proposal_log_likelihoods` of ``list_set``, if it was for the order ``words``
+        (else ``None``)."""
+        pending = self._pending.get(list_set.token)
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        if pending is None or pending[0] != (list_set.token, words[0].tobytes()):
+            return None
+        return pending[2]
+
+    def ratios(self, list_set: ListSet, words, rows, max_states: int = DEFAULT_MAX_STATES):
+        """The count ratios ``(len(rows), m - 1)`` of lists ``rows`` under the order ``words``
+        ``(4, M)`` (a copy; counted into the order's entry where missing)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        return self._entry(list_set, words, 0, index, max_states, False).ratios[index]
+
+    def store(self, list_set: ListSet, words, rows, ratios) -> None:
+        """Put the count ratios ``ratios`` of lists ``rows`` under the order ``words`` into its
+        entry (they must be those :meth:`ratios` would give: e.g. kept by a step while it
+        moved from order to order)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        self._entry(list_set, words, 0, index, DEFAULT_MAX_STATES, False, given=ratios)
 
     def _entry(self, list_set, words, slot, needed, max_states, hint=None, given=None):
         """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled
@@ -388,8 +446,9 @@ class ListLikelihoodCache:
         entry = self._entries.get(key)
         if entry is None:
             entry = _Entry(list_set, len(key[1]))
-            if entry.nbytes <= self.max_bytes:
-                while self._entries and self.entry_bytes + entry.nbytes > self.max_bytes:
+            room = self.max_bytes - self.proposal_bytes  # proposals: at most a quarter
+            if entry.nbytes <= room:
+                while self._entries and self.entry_bytes + entry.nbytes > room:
                     self.entry_bytes -= self._entries.popitem(last=False)[1].nbytes
                 self._entries[key] = entry
                 self.entry_bytes += entry.nbytes

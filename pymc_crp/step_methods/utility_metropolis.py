@@ -94,6 +94,7 @@ class _SlotSweep:
     rows: list
     prior: _SlotPrior
     by_item: list
+    tables: list | None = None  # per term during the item sweeps: (start order, ratios)
 
 
 @dataclass
@@ -254,9 +255,11 @@ class UtilityMetropolis(BlockedStep):
             if self._gaussian and self.pcn:
                 self._pcn_move(sweep, moves)
             items = self._items_in_lists(sweep)
+            self._open_tables(sweep)
             for _ in range(self.item_sweeps):
                 for item in self.rng.permutation(items):
                     self._item_move(sweep, item, moves)
+            self._close_tables(sweep)
             if self.coordinate_items:
                 n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
                 for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
@@ -434,6 +437,30 @@ class UtilityMetropolis(BlockedStep):
                 state.logliks[rows] = lls[per_candidate[r]]
             _carry_entry(term, state, sweep.slot, slot_rows, old)
 
+    def _open_tables(self, sweep: _SlotSweep) -> None:
+        """Keep the count ratios of the slot's lists at the current order during the item
+        sweeps (updated as moves are accepted), instead of a cache entry per accepted order."""
+        cache = list_likelihood_cache()
+        sweep.tables = [
+            (
+                state.words[sweep.slot].copy(),
+                cache.ratios(term.list_set, state.words[sweep.slot], rows),
+            )
+            if state.noise < 1.0 and rows.size
+            else None
+            for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True)
+        ]
+
+    def _close_tables(self, sweep: _SlotSweep) -> None:
+        """Store the kept ratios in the cache entry of the order the item sweeps ended at."""
+        cache = list_likelihood_cache()
+        for term, state, rows, table in zip(
+            self._terms, sweep.states, sweep.rows, sweep.tables, strict=True
+        ):
+            if table is not None and not np.array_equal(table[0], state.words[sweep.slot]):
+                cache.store(term.list_set, state.words[sweep.slot], rows, table[1])
+        sweep.tables = None
+
     def _accept_slot(self, sweep: _SlotSweep, item: int | None, log_ratio: float) -> bool:
         """Metropolis test for a proposal already written into the point; caches on accept.
 
@@ -455,8 +482,9 @@ class UtilityMetropolis(BlockedStep):
                 flips = old[:, item] ^ new_words[0, :, item]  # item's relations: all that moved
             else:
                 new_words = term.words(sweep.point, slot)
+            counted = None  # the lists counted for the proposal
             if rows.size == 0:
-                updates.append((state, rows, None, new_words))
+                updates.append((state, rows, None, new_words, counted))
                 continue
             current = state.logliks[rows]
             if not (flips.any() if flips is not None else (new_words[0] != old).any()):
@@ -467,19 +495,25 @@ class UtilityMetropolis(BlockedStep):
                 new = current.copy()
                 changed = term.restricted_changed(old, new_words[0], item, rows, flips)
                 if changed.any():
-                    new[changed] = _proposal_logliks(term, new_words, rows[changed], state.noise)
+                    counted = rows[changed]
+                    new[changed] = _proposal_logliks(term, new_words, counted, state.noise)
             log_ratio += float(new.sum() - current.sum())
-            updates.append((state, rows, new, new_words))
+            updates.append((state, rows, new, new_words, counted))
         accepted = accept(log_ratio, self.rng)
         if accepted:
-            for (state, rows, new, new_words), term, slot_rows in zip(
-                updates, self._terms, sweep.rows, strict=True
+            tables = sweep.tables or [None] * len(updates)
+            for (state, rows, new, new_words, counted), term, slot_rows, table in zip(
+                updates, self._terms, sweep.rows, tables, strict=True
             ):
                 old = state.words[slot].copy()
                 if new is not None:
                     state.logliks[rows] = new
                 state.words[slot] = new_words[0]
-                _carry_entry(term, state, slot, slot_rows, old)
+                if table is None:
+                    _carry_entry(term, state, slot, slot_rows, old)
+                elif counted is not None:
+                    ratios = list_likelihood_cache().pending_ratios(term.list_set, new_words)
+                    table[1][np.searchsorted(slot_rows, counted)] = ratios
         return bool(accepted)
 
     def reset_tuning(self):

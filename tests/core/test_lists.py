@@ -145,3 +145,30 @@ def test_proposals_are_counted_without_entries_and_stored_by_fill():
             assert cache.computed == computed
             np.testing.assert_array_equal(full, expected)
             eta, words = moved, new
+
+
+def test_kept_proposals_serve_moves_back_and_stay_within_the_bound():
+    rng = np.random.default_rng(12)
+    padded = _lists(rng, 200)
+    cache = ListLikelihoodCache(max_bytes=2**20)
+    list_set = cache.list_set(padded, True)
+    labels = np.zeros(padded.shape[0], dtype=np.int64)
+    etas = [rng.standard_normal((N_ITEMS, N_DIMS)) for _ in range(3)]
+    rows = np.sort(rng.choice(padded.shape[0], size=40, replace=False))
+    for eta in etas:
+        cache.proposal_log_likelihoods(list_set, order_words(eta[None]), rows, P)
+    computed = cache.computed
+    for eta in etas[::-1]:  # moves back: served from the kept ratios, rows in any order
+        sub = rng.permutation(rows)[:25]
+        got = cache.proposal_log_likelihoods(list_set, order_words(eta[None]), sub, P)
+        np.testing.assert_array_equal(got, _direct(eta[None], padded, labels, True)[sub])
+        # the pending ratios are those of the lists asked for, in their order
+        pending = cache.pending_ratios(list_set, order_words(eta[None]))
+        assert pending.shape[0] == sub.size
+    assert cache.computed == computed
+    for _ in range(200):  # many proposals: the cache keeps within its bound
+        eta = rng.standard_normal((N_ITEMS, N_DIMS))
+        cache.proposal_log_likelihoods(list_set, order_words(eta[None]), rows, P)
+        cache.log_likelihoods(list_set, order_words(eta[None]), labels, P, hint=False)
+    assert cache.proposal_bytes <= cache.max_bytes // 4
+    assert cache.nbytes - list_set.nbytes <= cache.max_bytes
