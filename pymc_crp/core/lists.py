@@ -192,6 +192,12 @@ class ListLikelihoodCache:
     order changed. The hint is an order the caller names, else the order last asked for the
     same slot of the same lists. Any entry gives the same ratios, so the values never depend
     on the hint.
+
+    Proposals that are most likely left again (one-item Metropolis moves) go through
+    :meth:`proposal_log_likelihoods`: their lists are counted without a full entry and kept
+    compactly (at most a quarter of ``max_bytes``, counted in the bound), so that they do not
+    evict the entries of the current states; :meth:`fill` and :meth:`store` make the entry of
+    an accepted order.
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, max_list_sets: int = 8):

@@ -13,6 +13,13 @@ Metropolis moves that recompute only the lists they touch:
   A proposal that leaves the slot's dominance order unchanged reuses the lists'
   log-likelihoods; other orders go through :func:`~pymc_crp.core.lists.list_likelihood_cache`
   (orders seen before, e.g. after a rejected move back, cost no counting).
+
+  The work of a one-item move follows the lists that contain the item, not the item set: the
+  new order is the old one with the item's relations rebuilt (``O(M K)``,
+  :func:`~pymc_crp.core.restricted_orders.move_item_words`), only the lists whose order
+  restricted to their items changed are counted (without a cache entry per proposal), and the
+  count ratios of the slot's lists at the current order are kept during the item sweeps and
+  stored once, as the entry of the order the sweeps end at, for the steps that follow.
 * :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
   and the hyperparameters of the hierarchy.
 * :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
