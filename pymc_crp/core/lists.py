@@ -404,21 +404,26 @@ class ListLikelihoodCache:
         is accepted, so that the entry of the new state holds all the lists of the old)."""
         words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
         needed = list_set.inverse[np.asarray(rows, dtype=np.int64)]
-        ratios = self.pending_ratios(list_set, words)
-        if ratios is not None:  # the lists counted for the proposal
-            counted = self._pending.pop(list_set.token)[1]
+        pending = self._pending.get(list_set.token)
+        if pending is not None and pending[0] == (list_set.token, words[0].tobytes()):
+            _, counted, ratios = self._pending.pop(list_set.token)  # counted for the proposal
             self._entry(list_set, words, 0, counted, max_states, False, given=ratios)
         self._entry(list_set, words, 0, needed, max_states, hint)
 
-    def pending_ratios(self, list_set: ListSet, words):
-        """The count ratios ``(len(rows), m - 1)`` of the lists ``rows`` of the last
-        :meth:`proposal_log_likelihoods` of ``list_set``, if it was for the order ``words``
-        (else ``None``)."""
+    def pending_ratios(self, list_set: ListSet, words, rows):
+        """The count ratios ``(len(rows), m - 1)`` of lists ``rows`` under the order ``words``,
+        from the last :meth:`proposal_log_likelihoods` of ``list_set`` if it was for these
+        lists and this order, else through the order's entry (:meth:`ratios`)."""
         pending = self._pending.get(list_set.token)
         words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
-        if pending is None or pending[0] != (list_set.token, words[0].tobytes()):
-            return None
-        return pending[2]
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        if (
+            pending is not None
+            and pending[0] == (list_set.token, words[0].tobytes())
+            and np.array_equal(pending[1], index)
+        ):
+            return pending[2]
+        return self.ratios(list_set, words, rows)
 
     def ratios(self, list_set: ListSet, words, rows, max_states: int = DEFAULT_MAX_STATES):
         """The count ratios ``(len(rows), m - 1)`` of lists ``rows`` under the order ``words``

@@ -519,7 +519,8 @@ class UtilityMetropolis(BlockedStep):
                 if table is None:
                     _carry_entry(term, state, slot, slot_rows, old)
                 elif counted is not None:
-                    ratios = list_likelihood_cache().pending_ratios(term.list_set, new_words)
+                    cache = list_likelihood_cache()
+                    ratios = cache.pending_ratios(term.list_set, new_words, counted)
                     table[1][np.searchsorted(slot_rows, counted)] = ratios
         return bool(accepted)
 

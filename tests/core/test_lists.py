@@ -163,8 +163,14 @@ def test_kept_proposals_serve_moves_back_and_stay_within_the_bound():
         got = cache.proposal_log_likelihoods(list_set, order_words(eta[None]), sub, P)
         np.testing.assert_array_equal(got, _direct(eta[None], padded, labels, True)[sub])
         # the pending ratios are those of the lists asked for, in their order
-        pending = cache.pending_ratios(list_set, order_words(eta[None]))
+        pending = cache.pending_ratios(list_set, order_words(eta[None]), sub)
         assert pending.shape[0] == sub.size
+        computed_now = cache.computed
+        other = cache.pending_ratios(list_set, order_words(eta[None]), sub[:5])  # other lists
+        valid = np.arange(pending.shape[1]) < list_set.lengths[list_set.inverse[sub[:5]], None] - 1
+        np.testing.assert_array_equal(other[valid], pending[:5][valid])  # (padding: unused)
+        assert cache.computed - computed_now == 5  # counted through the entry
+        computed += 5
     assert cache.computed == computed
     for _ in range(200):  # many proposals: the cache keeps within its bound
         eta = rng.standard_normal((N_ITEMS, N_DIMS))
