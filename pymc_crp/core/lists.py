@@ -34,6 +34,7 @@ from pymc_crp.core.linext_support import (
     utility_relation_words,
 )
 from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error, validate_rankings
+from pymc_crp.core.restricted_orders import copy_restricted_equal, item_masks
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -109,10 +110,21 @@ DEFAULT_CACHE_BYTES = 64 * 2**20
 _ENTRY_OVERHEAD = 256  # bytes charged per entry for its key, dict slot and array headers
 
 
-def order_words(utilities, top_down: bool = True) -> np.ndarray:
+def order_words(utilities, top_down: bool = True, slots=None) -> np.ndarray:
     """Bitset form ``(L, 4, M)`` of the dominance orders of ``utilities`` ``(L, M, K)``, as
-    the list kernels read them (the dual orders for bottom-up lists)."""
-    return utility_relation_words(utilities, dual=not top_down)
+    the list kernels read them (the dual orders for bottom-up lists).
+
+    With ``slots`` (e.g. the labels of the lists) only those orders are built (``O(M^2 K)``
+    each); the others are left zero, so only ``slots`` may be used with the result.
+    """
+    if slots is None:
+        return utility_relation_words(utilities, dual=not top_down)
+    utilities = np.asarray(utilities)
+    used = np.unique(np.asarray(slots, dtype=np.int64))
+    words = np.zeros((utilities.shape[0], 4, utilities.shape[1]), dtype=np.uint64)
+    if used.size:
+        words[used] = utility_relation_words(utilities[used], dual=not top_down)
+    return words
 
 
 class ListSet:
@@ -120,8 +132,9 @@ class ListSet:
 
     Row ``i`` of the padded ``lists`` (``-1`` after its length) is read best first
     (``top_down``) or backwards; ``steps`` holds the distinct rows so read, sorted (lists
-    sharing their first steps are neighbours), ``inverse[i]`` the row of list ``i`` and
-    ``token`` a digest of the content (lists with equal content share cache entries).
+    sharing their first steps are neighbours), ``inverse[i]`` the row of list ``i``, ``masks``
+    the item set of each distinct row as two uint64 words and ``token`` a digest of the
+    content (lists with equal content share cache entries).
     """
 
     def __init__(self, lists, top_down: bool = True):
@@ -143,11 +156,13 @@ class ListSet:
         self.steps = np.ascontiguousarray(unique, dtype=np.int64)
         self.lengths = np.sum(self.steps >= 0, axis=1).astype(np.int64)
         self.inverse = np.ascontiguousarray(inverse.ravel(), dtype=np.int64)
+        self.masks = item_masks(self.steps)
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.array([self.top_down, *steps.shape], dtype=np.int64).tobytes())
         digest.update(steps.tobytes())
         self.token = digest.digest()
-        self.nbytes = self.steps.nbytes + self.lengths.nbytes + self.inverse.nbytes
+        arrays = (self.steps, self.lengths, self.inverse, self.masks)
+        self.nbytes = sum(a.nbytes for a in arrays)
 
 
 class ListLikelihoodCache:
@@ -168,6 +183,21 @@ class ListLikelihoodCache:
     Entries are evicted least recently used first, so they never take more than
     ``max_bytes``; at most ``max_list_sets`` prepared list sets are remembered (by the
     identity of the array: a remembered array must not be modified in place).
+
+    A list's ratios depend on ``h`` only through ``h`` restricted to the list's items, so a
+    list missing from the entry of ``h`` takes them from a *hint* entry of another order
+    ``h'`` when ``h[S] = h'[S]`` (:func:`~pymc_crp.core.restricted_orders.
+    copy_restricted_equal`): moves of some items' utilities, and maps of all of them that
+    keep most lists' restricted orders (``ρ``, ``τ``), count only the lists whose restricted
+    order changed. The hint is an order the caller names, else the order last asked for the
+    same slot of the same lists. Any entry gives the same ratios, so the values never depend
+    on the hint.
+
+    Proposals that are most likely left again (one-item Metropolis moves) go through
+    :meth:`proposal_log_likelihoods`: their lists are counted without a full entry and kept
+    compactly (at most a quarter of ``max_bytes``, counted in the bound), so that they do not
+    evict the entries of the current states; :meth:`fill` and :meth:`store` make the entry of
+    an accepted order.
     """
 
     def __init__(self, max_bytes: int = DEFAULT_CACHE_BYTES, max_list_sets: int = 8):
@@ -176,13 +206,19 @@ class ListLikelihoodCache:
         self._entries: OrderedDict = OrderedDict()
         self._sets: OrderedDict = OrderedDict()
         self.entry_bytes = 0
+        self._last: dict = {}  # (list token, slot) -> key of the order last asked for
+        self._pending: dict = {}  # list token -> (key, rows, ratios) of its last proposal
+        self._proposals: OrderedDict = OrderedDict()  # key -> (rows, ratios, nbytes)
+        self.proposal_bytes = 0
         self.computed = 0  # distinct lists whose ratios were counted
         self.reused = 0  # lists served from an entry
+        self.copied = 0  # distinct lists whose ratios were taken from a hint entry
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the entries plus the remembered list sets."""
-        return self.entry_bytes + sum(s.nbytes for _, s in self._sets.values())
+        """Bytes held: the entries, the kept proposals and the remembered list sets."""
+        sets = sum(s.nbytes for _, s in self._sets.values())
+        return self.entry_bytes + self.proposal_bytes + sets
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -190,6 +226,10 @@ class ListLikelihoodCache:
     def clear(self) -> None:
         self._entries.clear()
         self._sets.clear()
+        self._last.clear()
+        self._pending.clear()
+        self._proposals.clear()
+        self.proposal_bytes = 0
         self.entry_bytes = 0
 
     def list_set(self, lists, top_down: bool = True) -> ListSet:
@@ -216,12 +256,15 @@ class ListLikelihoodCache:
         rows=None,
         want_grad: bool = False,
         max_states: int = DEFAULT_MAX_STATES,
+        hint=None,
     ):
         """``log p(Y_i | h_{labels}, p)`` for lists ``rows`` (default: all).
 
         ``words`` is :func:`order_words` of the slots' utilities (same direction as
-        ``list_set``), ``labels`` the slot of each requested list. Returns the
-        log-likelihoods, and ``d/dp`` of them with ``want_grad``.
+        ``list_set``), ``labels`` the slot of each requested list. ``hint`` is a ``(4, M)``
+        order whose entry lends the ratios of the lists it leaves unchanged, ``None`` (the
+        order last asked for the same slot, and remember these) or ``False`` (no hint).
+        Returns the log-likelihoods, and ``d/dp`` of them with ``want_grad``.
         """
         words = np.ascontiguousarray(words, dtype=np.uint64)
         index = list_set.inverse if rows is None else list_set.inverse[rows]
@@ -249,7 +292,7 @@ class ListLikelihoodCache:
         for slot, sel in groups:
             needed = index[sel]
             if p < 1.0 or want_grad:
-                entry = self._entry(list_set, words, slot, needed, max_states)
+                entry = self._entry(list_set, words, slot, needed, max_states, hint)
                 ratios, combined = entry.ratios, entry.combined(p, want_grad)
             else:  # every term is 1 / r_j: no counts needed
                 if zeros is None:
@@ -262,14 +305,161 @@ class ListLikelihoodCache:
             )
         return (ll, dp) if want_grad else ll
 
-    def _entry(self, list_set, words, slot, needed, max_states):
-        """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled."""
+    def order_log_likelihoods(
+        self,
+        list_set: ListSet,
+        words,
+        rows,
+        p: float,
+        *,
+        hint=False,
+        max_states: int = DEFAULT_MAX_STATES,
+    ) -> np.ndarray:
+        """``log p(Y_i | h, p)`` for lists ``rows`` under the one order ``words`` ``(4, M)``
+        (or ``(1, 4, M)``): :meth:`log_likelihoods` with every label 0, without grouping the
+        lists by label (the path of one-item Metropolis moves)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[rows]
+        if p < 1.0:
+            entry = self._entry(list_set, words, 0, index, max_states, hint)
+            ratios, combined = entry.ratios, entry.combined(p, False)
+        else:  # every term is 1 / r_j: no counts needed
+            ratios = np.zeros(_Entry.ratio_shape(list_set))
+            n_rows = ratios.shape[0]
+            combined = (np.empty(n_rows), np.empty(n_rows), np.zeros(n_rows, dtype=bool))
+        return loglik_from_ratios(ratios, list_set.lengths, index, float(p), False, *combined)[0]
+
+    def proposal_log_likelihoods(
+        self, list_set: ListSet, words, rows, p: float, *, max_states: int = DEFAULT_MAX_STATES
+    ) -> np.ndarray:
+        """:meth:`order_log_likelihoods` for a proposed order that will most likely be left:
+        served from its entry if that holds the lists already, otherwise counted without
+        creating one (the ratios are kept aside until the next call, so that :meth:`fill` of
+        the same order stores them when the proposal is accepted)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[rows]
+        if p >= 1.0 or not index.size:
+            return self.order_log_likelihoods(list_set, words, rows, p, max_states=max_states)
+        key = (list_set.token, words[0].tobytes())
+        entry = self._entries.get(key)
+        if entry is not None and entry.done[index].all():
+            self._entries.move_to_end(key)
+            self.reused += index.size
+            self._pending[list_set.token] = (key, index, entry.ratios[index])
+            return loglik_from_ratios(
+                entry.ratios, list_set.lengths, index, float(p), False, *entry.combined(p, False)
+            )[0]
+        n = index.size
+        lengths = list_set.lengths[index]
+        order = np.arange(n, dtype=np.int64)
+        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        kept = self._proposals.get(key)  # a proposal of this order before, of these lists?
+        if kept is not None:
+            where = np.minimum(np.searchsorted(kept[0], index), kept[0].size - 1)
+            if np.array_equal(kept[0][where], index):
+                self._proposals.move_to_end(key)
+                self.reused += n
+                ratios = kept[1][where]
+                self._pending[list_set.token] = (key, index, ratios)
+                return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+        # (a repeated list is counted twice: rare, and cheaper than sorting)
+        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
+        ok = _linext.ratios_kernel(
+            words,
+            list_set.steps[index],
+            lengths,
+            order,
+            np.array([0, n], dtype=np.int64),
+            True,
+            float_binomials(),
+            int(max_states),
+            ratios,
+        )
+        if not ok:
+            raise _limit_error(words.shape[2], max_states)
+        self.computed += n
+        self._pending[list_set.token] = (key, index, ratios)
+        self._keep_proposal(key, index, ratios)
+        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+
+    def _keep_proposal(self, key, index, ratios) -> None:
+        """Remember the ratios of a proposal's lists (sorted by row), bounded by a quarter of
+        ``max_bytes``: moves back to a proposed order are common when the lists span few
+        items."""
+        sort = np.argsort(index, kind="stable")
+        kept = (index[sort], ratios[sort])
+        size = kept[0].nbytes + kept[1].nbytes + len(key[1]) + _ENTRY_OVERHEAD
+        old = self._proposals.pop(key, None)
+        if old is not None:
+            self.proposal_bytes -= old[2]
+        while self._proposals and self.proposal_bytes + size > self.max_bytes // 4:
+            self.proposal_bytes -= self._proposals.popitem(last=False)[1][2]
+        if size <= self.max_bytes // 4:
+            self._proposals[key] = (*kept, size)
+            self.proposal_bytes += size
+
+    def fill(self, list_set: ListSet, words, rows, hint, max_states: int = DEFAULT_MAX_STATES):
+        """Make the entry of the order ``words`` ``(4, M)`` hold lists ``rows``, taking what it
+        can from the entry of ``hint`` ``(4, M)`` (e.g. after a move from ``hint`` to ``words``
+        is accepted, so that the entry of the new state holds all the lists of the old)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        needed = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        pending = self._pending.get(list_set.token)
+        if pending is not None and pending[0] == (list_set.token, words[0].tobytes()):
+            _, counted, ratios = self._pending.pop(list_set.token)  # counted for the proposal
+            self._entry(list_set, words, 0, counted, max_states, False, given=ratios)
+        self._entry(list_set, words, 0, needed, max_states, hint)
+
+    def pending_ratios(self, list_set: ListSet, words, rows):
+        """The count ratios ``(len(rows), m - 1)`` of lists ``rows`` under the order ``words``,
+        from the last :meth:`proposal_log_likelihoods` of ``list_set`` if it was for these
+        lists and this order, else through the order's entry (:meth:`ratios`)."""
+        pending = self._pending.get(list_set.token)
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        if (
+            pending is not None
+            and pending[0] == (list_set.token, words[0].tobytes())
+            and np.array_equal(pending[1], index)
+        ):
+            return pending[2]
+        return self.ratios(list_set, words, rows)
+
+    def ratios(self, list_set: ListSet, words, rows, max_states: int = DEFAULT_MAX_STATES):
+        """The count ratios ``(len(rows), m - 1)`` of lists ``rows`` under the order ``words``
+        ``(4, M)`` (a copy; counted into the order's entry where missing)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        return self._entry(list_set, words, 0, index, max_states, False).ratios[index]
+
+    def store(self, list_set: ListSet, words, rows, ratios) -> None:
+        """Put the count ratios ``ratios`` of lists ``rows`` under the order ``words`` into its
+        entry (they must be those :meth:`ratios` would give: e.g. kept by a step while it
+        moved from order to order)."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(1, 4, -1)
+        index = list_set.inverse[np.asarray(rows, dtype=np.int64)]
+        self._entry(list_set, words, 0, index, DEFAULT_MAX_STATES, False, given=ratios)
+
+    def _entry(self, list_set, words, slot, needed, max_states, hint=None, given=None):
+        """The entry of order ``words[slot]``, with the ratios of rows ``needed`` filled
+        (``given``: the ratios of the rows ``needed``, already counted)."""
         key = (list_set.token, words[slot].tobytes())
+        if hint is None:
+            hint_key = self._last.get((list_set.token, slot))
+            if len(self._last) > 4096:
+                self._last.clear()
+            self._last[(list_set.token, slot)] = key
+        elif hint is False:
+            hint_key = None
+        else:
+            hint_key = (list_set.token, np.ascontiguousarray(hint, dtype=np.uint64).tobytes())
+        source = None if hint_key is None or hint_key == key else self._entries.get(hint_key)
         entry = self._entries.get(key)
         if entry is None:
             entry = _Entry(list_set, len(key[1]))
-            if entry.nbytes <= self.max_bytes:
-                while self._entries and self.entry_bytes + entry.nbytes > self.max_bytes:
+            room = self.max_bytes - self.proposal_bytes  # proposals: at most a quarter
+            if entry.nbytes <= room:
+                while self._entries and self.entry_bytes + entry.nbytes > room:
                     self.entry_bytes -= self._entries.popitem(last=False)[1].nbytes
                 self._entries[key] = entry
                 self.entry_bytes += entry.nbytes
@@ -279,6 +469,28 @@ class ListLikelihoodCache:
         mask[needed] = True
         mask &= ~entry.done
         missing = np.flatnonzero(mask)  # sorted: neighbours share their first steps
+        n_missing = missing.size
+        if given is not None:
+            entry.ratios[needed] = given
+            entry.done[needed] = True
+            return entry
+        if missing.size and source is not None:
+            n_words = words.shape[2]
+            copied = copy_restricted_equal(
+                np.frombuffer(hint_key[1], dtype=np.uint64).reshape(4, n_words),
+                words[slot],
+                list_set.steps,
+                list_set.lengths,
+                list_set.masks,
+                missing,
+                source.ratios,
+                source.done,
+                entry.ratios,
+                entry.done,
+            )
+            if copied:
+                missing = missing[~entry.done[missing]]
+            self.copied += copied
         if missing.size:
             ok = _linext.ratios_kernel(
                 words[slot : slot + 1],
@@ -295,7 +507,7 @@ class ListLikelihoodCache:
                 raise _limit_error(words.shape[2], max_states)
             entry.done[missing] = True
         self.computed += missing.size
-        self.reused += needed.size - missing.size
+        self.reused += needed.size - n_missing
         return entry
 
 

@@ -102,9 +102,11 @@ class PartialOrderListsLogLikelihood(Op):
                 f"shape {labels.shape}"
             )
         cache = list_likelihood_cache()
-        words = order_words(utilities, self.top_down)
         list_set = cache.list_set(lists, self.top_down)
         flat_labels = labels.reshape(-1, lists.shape[0])
+        if flat_labels.size and (flat_labels.min() < 0 or flat_labels.max() >= len(utilities)):
+            raise ValueError(f"labels must lie in 0..{len(utilities) - 1}")
+        words = order_words(utilities, self.top_down, slots=flat_labels)  # the used slots only
         out = np.empty(flat_labels.shape)
         for b, row in enumerate(flat_labels):  # batches of label vectors: one per slot
             res = cache.log_likelihoods(

@@ -52,6 +52,7 @@ from pymc_crp.distributions.partial_order_lists import (
 )
 from pymc_crp.distributions.partitions import CRPRV, CRPParams
 from pymc_crp.roles import LabelsRole, get_role
+from pymc_crp.step_methods.list_terms import _ListTerm
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -59,7 +60,6 @@ from pymc_crp.step_methods.model_graph import (
     prior_draw_function,
     term_logps,
 )
-from pymc_crp.step_methods.utility_metropolis import _ListTerm
 
 __all__ = ["PartialOrderLabelGibbs"]
 
@@ -313,7 +313,7 @@ class PartialOrderLabelGibbs(BlockedStep):
             self._beta = min(1.0, (self._iteration + 1) / self.anneal)
             self._iteration += 1
         cache = list_likelihood_cache()
-        words = order_words(utilities, self._term.top_down)
+        words = order_words(utilities, self._term.top_down, slots=occupied)
         ll = np.zeros((n_lists, n_slots))
         rows = np.tile(np.arange(n_lists), occupied.size)
         ll[:, occupied] = (

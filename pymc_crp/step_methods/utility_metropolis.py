@@ -13,6 +13,13 @@ Metropolis moves that recompute only the lists they touch:
   A proposal that leaves the slot's dominance order unchanged reuses the lists'
   log-likelihoods; other orders go through :func:`~pymc_crp.core.lists.list_likelihood_cache`
   (orders seen before, e.g. after a rejected move back, cost no counting).
+
+  The work of a one-item move follows the lists that contain the item, not the item set: the
+  new order is the old one with the item's relations rebuilt (``O(M K)``,
+  :func:`~pymc_crp.core.restricted_orders.move_item_words`), only the lists whose order
+  restricted to their items changed are counted (without a cache entry per proposal), and the
+  count ratios of the slot's lists at the current order are kept during the item sweeps and
+  stored once, as the entry of the order the sweeps end at, for the steps that follow.
 * :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
   and the hyperparameters of the hierarchy.
 * :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
@@ -32,7 +39,6 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pytensor.tensor.elemwise import DimShuffle
 from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
@@ -46,122 +52,26 @@ from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalRV,
     equicorrelated_logpdf,
 )
-from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
 from pymc_crp.roles import find_model
+from pymc_crp.step_methods.list_terms import (
+    _carry_entry,
+    _list_children,
+    _ListTerm,
+    _proposal_logliks,
+    _rows_by_item,
+    _rows_with_item,
+    _TermState,
+)
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
-    dependent_terms,
     prior_draw_function,
-    term_logps,
 )
 
 __all__ = ["UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
-
-
-def _list_children(model, value_var, exclude):
-    """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
-    children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
-    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
-        return None
-    if not all(c in model.observed_RVs for c in children):
-        return None
-    return children
-
-
-class _ListTerm:
-    """One observed PartialOrderLists term: compiled parameters and the lists, prepared for
-    the process-wide :func:`~pymc_crp.core.lists.list_likelihood_cache`."""
-
-    def __init__(self, model, rv, utility_value, compile_kwargs):
-        params = PartialOrderListsParams.from_rv(rv)
-        utilities, labels, noise = model.replace_rvs_by_values(
-            [params.utilities, params.labels, params.noise]
-        )
-        # The order utilities are often the utility variable itself: read it from the point.
-        self.direct = None
-        owner = utilities.owner
-        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
-            owner is not None
-            and isinstance(owner.op, DimShuffle)
-            and owner.inputs[0] is utility_value
-            and utility_value.ndim == 2
-            and tuple(owner.op.new_order) == ("x", 0, 1)
-        )
-        if (utilities is utility_value and utilities.ndim == 3) or expanded:
-            self.direct = utility_value.name
-        else:
-            self.eta_fn = compile_point_function(
-                model, pt.cast(utilities, "float64"), compile_kwargs
-            )
-        self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
-        self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
-        self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
-        self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
-        self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
-        n_items = int(model.rvs_to_values[rv].data.max()) + 1
-        self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
-        rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
-        flat = self.lists.ravel()
-        self.contains[rows[flat >= 0], flat[flat >= 0]] = True
-        # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
-        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
-        present = flat >= 0
-        np.bitwise_or.at(
-            self.item_words,
-            (rows[present], flat[present] // 64),
-            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
-        )
-        self.utility_name = utility_value.name
-
-    def words(self, point, slot=None):
-        """Bitset orders ``(L, 4, M)`` of all slots, or ``(1, 4, M)`` of ``slot``."""
-        eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
-        eta = eta if eta.ndim == 3 else eta[None]
-        return order_words(eta if slot is None else eta[slot : slot + 1], self.top_down)
-
-    def all_logliks(self, point, labels, noise):
-        """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
-        words = self.words(point)
-        cache = list_likelihood_cache()
-        return words, cache.log_likelihoods(self.list_set, words, labels, noise)
-
-    def restricted_changed(self, old, new, item, rows) -> np.ndarray:
-        """Which lists ``rows`` (all containing ``item``) see a different order when only
-        ``item``'s utilities moved from order ``old`` to ``new`` (``(4, M)`` words): a list's
-        likelihood depends on the order restricted to its items only, and ``item``'s
-        relations are its rows of items above it and items comparable to it."""
-        flips = old[:, item] ^ new[:, item]  # up_lo, up_hi, cmp_lo, cmp_hi
-        words = self.item_words[rows]
-        return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
-
-    def slot_logliks(self, words, rows, noise):
-        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``."""
-        labels = np.zeros(rows.shape[0], dtype=np.int64)
-        return list_likelihood_cache().log_likelihoods(
-            self.list_set, words, labels, noise, rows=rows
-        )
-
-
-def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
-    """The lists ``rows`` of ``term`` that contain ``item``."""
-    if item >= term.contains.shape[1]:
-        return rows[:0]
-    return rows[term.contains[rows, item]]
-
-
-@dataclass
-class _TermState:
-    """One list term during a step: the lists' ``labels`` and ``noise``, their cached
-    ``logliks`` and the slots' orders ``words`` (both updated as moves are accepted)."""
-
-    labels: np.ndarray
-    noise: float
-    logliks: np.ndarray
-    words: np.ndarray
 
 
 @dataclass
@@ -180,7 +90,8 @@ class _SlotPrior:
 @dataclass
 class _SlotSweep:
     """The moves of one slot: the point (whose utilities are updated in place), the slot and
-    its index into the utilities, the term states and the rows of the slot's lists."""
+    its index into the utilities, the term states, the rows of the slot's lists and, per term,
+    those rows grouped by item (:func:`~pymc_crp.step_methods.list_terms._rows_by_item`)."""
 
     point: dict
     utilities: np.ndarray
@@ -189,6 +100,8 @@ class _SlotSweep:
     states: list
     rows: list
     prior: _SlotPrior
+    by_item: list
+    tables: list | None = None  # per term during the item sweeps: (start order, ratios)
 
 
 @dataclass
@@ -344,13 +257,16 @@ class UtilityMetropolis(BlockedStep):
                 prior.density = None
                 continue
             rows = [np.flatnonzero(state.labels == slot) for state in states]
-            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior)
+            by_item = [_rows_by_item(term, r) for term, r in zip(self._terms, rows, strict=True)]
+            sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior, by_item)
             if self._gaussian and self.pcn:
                 self._pcn_move(sweep, moves)
             items = self._items_in_lists(sweep)
+            self._open_tables(sweep)
             for _ in range(self.item_sweeps):
                 for item in self.rng.permutation(items):
                     self._item_move(sweep, item, moves)
+            self._close_tables(sweep)
             if self.coordinate_items:
                 n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
                 for item in self.rng.permutation(items)[: min(n_pick, items.size)]:
@@ -431,8 +347,10 @@ class UtilityMetropolis(BlockedStep):
         if present.all():
             return np.arange(n_items)
         utilities[index][~present] = prior.absent_draw[index][~present]
-        for term, state in zip(self._terms, sweep.states, strict=True):
+        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+            old = state.words[sweep.slot].copy()
             state.words[sweep.slot] = term.words(sweep.point, sweep.slot)[0]
+            _carry_entry(term, state, sweep.slot, rows, old)
         prior.density = None
         return np.flatnonzero(present)
 
@@ -517,10 +435,38 @@ class UtilityMetropolis(BlockedStep):
             log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
         )
         slot_u[item, k] = x
-        for state, (rows, words, lls, per_candidate) in zip(sweep.states, found, strict=True):
+        for term, state, slot_rows, (rows, words, lls, per_candidate) in zip(
+            self._terms, sweep.states, sweep.rows, found, strict=True
+        ):
+            old = state.words[sweep.slot].copy()
             state.words[sweep.slot] = words[r]
             if lls is not None:
                 state.logliks[rows] = lls[per_candidate[r]]
+            _carry_entry(term, state, sweep.slot, slot_rows, old)
+
+    def _open_tables(self, sweep: _SlotSweep) -> None:
+        """Keep the count ratios of the slot's lists at the current order during the item
+        sweeps (updated as moves are accepted), instead of a cache entry per accepted order."""
+        cache = list_likelihood_cache()
+        sweep.tables = [
+            (
+                state.words[sweep.slot].copy(),
+                cache.ratios(term.list_set, state.words[sweep.slot], rows),
+            )
+            if state.noise < 1.0 and rows.size
+            else None
+            for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True)
+        ]
+
+    def _close_tables(self, sweep: _SlotSweep) -> None:
+        """Store the kept ratios in the cache entry of the order the item sweeps ended at."""
+        cache = list_likelihood_cache()
+        for term, state, rows, table in zip(
+            self._terms, sweep.states, sweep.rows, sweep.tables, strict=True
+        ):
+            if table is not None and not np.array_equal(table[0], state.words[sweep.slot]):
+                cache.store(term.list_set, state.words[sweep.slot], rows, table[1])
+        sweep.tables = None
 
     def _accept_slot(self, sweep: _SlotSweep, item: int | None, log_ratio: float) -> bool:
         """Metropolis test for a proposal already written into the point; caches on accept.
@@ -530,30 +476,52 @@ class UtilityMetropolis(BlockedStep):
         """
         slot = sweep.slot
         updates = []
-        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
+        for term, state, rows, (by_item, starts) in zip(
+            self._terms, sweep.states, sweep.rows, sweep.by_item, strict=True
+        ):
+            old = state.words[slot]
+            flips = None
             if item is not None:
-                rows = _rows_with_item(term, rows, item)
-            new_words = term.words(sweep.point, slot)
+                rows = (
+                    by_item[starts[item] : starts[item + 1]] if item < starts.size - 1 else rows[:0]
+                )
+                new_words = term.moved_words(sweep.point, slot, old, item)
+                flips = old[:, item] ^ new_words[0, :, item]  # item's relations: all that moved
+            else:
+                new_words = term.words(sweep.point, slot)
+            counted = None  # the lists counted for the proposal
             if rows.size == 0:
-                updates.append((state, rows, None, new_words))
+                updates.append((state, rows, None, new_words, counted))
                 continue
-            if np.array_equal(new_words[0], state.words[slot]):  # same order: same likelihoods
-                new = state.logliks[rows]
-            elif item is None:
-                new = term.slot_logliks(new_words, rows, state.noise)
+            current = state.logliks[rows]
+            if not (flips.any() if flips is not None else (new_words[0] != old).any()):
+                new = current  # same order: same likelihoods
+            elif item is None:  # lists whose restricted order is unchanged come from the cache
+                new = term.slot_logliks(new_words, rows, state.noise, hint=old)
             else:  # lists whose restricted order is unchanged keep their likelihoods
-                new = state.logliks[rows].copy()
-                changed = term.restricted_changed(state.words[slot], new_words[0], item, rows)
+                new = current.copy()
+                changed = term.restricted_changed(old, new_words[0], item, rows, flips)
                 if changed.any():
-                    new[changed] = term.slot_logliks(new_words, rows[changed], state.noise)
-            log_ratio += float(np.sum(new) - np.sum(state.logliks[rows]))
-            updates.append((state, rows, new, new_words))
+                    counted = rows[changed]
+                    new[changed] = _proposal_logliks(term, new_words, counted, state.noise)
+            log_ratio += float(new.sum() - current.sum())
+            updates.append((state, rows, new, new_words, counted))
         accepted = accept(log_ratio, self.rng)
         if accepted:
-            for state, rows, new, new_words in updates:
+            tables = sweep.tables or [None] * len(updates)
+            for (state, rows, new, new_words, counted), term, slot_rows, table in zip(
+                updates, self._terms, sweep.rows, tables, strict=True
+            ):
+                old = state.words[slot].copy()
                 if new is not None:
                     state.logliks[rows] = new
                 state.words[slot] = new_words[0]
+                if table is None:
+                    _carry_entry(term, state, slot, slot_rows, old)
+                elif counted is not None:
+                    cache = list_likelihood_cache()
+                    ratios = cache.pending_ratios(term.list_set, new_words, counted)
+                    table[1][np.searchsorted(slot_rows, counted)] = ratios
         return bool(accepted)
 
     def reset_tuning(self):

@@ -296,3 +296,35 @@ def test_lists_with_an_unchanged_restricted_order_keep_their_likelihood():
                 reported_unchanged += 1
                 assert same
     assert reported_unchanged > 0
+
+
+def test_cache_entries_left_by_a_step_are_exact():
+    """After a step over many items (most moves touch few lists), the cache entries of the
+    final orders hold every list, bit for bit those of the direct stacked likelihood, so the
+    next steps at that state count nothing."""
+    from pymc_crp.core.lists import list_likelihood_cache, order_words
+    from pymc_crp.core.posets import list_log_likelihoods_stacked
+
+    rng = np.random.default_rng(4)
+    n_items = 80
+    lists = [rng.choice(n_items, size=int(rng.integers(3, 8)), replace=False) for _ in range(150)]
+    labels = rng.integers(0, 3, size=len(lists))
+    model = pmc.models.clustered_partial_orders(lists, n_items, n_dims=2, max_clusters=4)
+    with model:
+        step = pmc.UtilityMetropolis([model["U"]], rng=np.random.default_rng(0))
+    point = model.initial_point()
+    point["cluster"] = labels
+    point["U"] = rng.normal(size=point["U"].shape)
+    cache = list_likelihood_cache()
+    cache.clear()
+    for _ in range(3):
+        point, _ = step.step(point)
+    term = step._terms[0]
+    p = float(term.noise_fn(point))
+    computed = cache.computed
+    got = cache.log_likelihoods(term.list_set, order_words(point["U"]), labels, p)
+    assert cache.computed == computed  # all served from the entries
+    closed = np.stack([partial_order_from_utilities(u) for u in point["U"]])
+    padded = term.lists
+    expected = list_log_likelihoods_stacked(closed, padded, np.sum(padded >= 0, axis=1), labels, p)
+    np.testing.assert_array_equal(got, expected)

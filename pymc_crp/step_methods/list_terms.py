@@ -1,0 +1,170 @@
+"""Observed :class:`~pymc_crp.PartialOrderLists` terms as the utility and label steps read them.
+
+A :class:`_ListTerm` compiles the lists' parameters (utilities, labels, noise ``p``) as point
+functions and prepares the lists for the process-wide
+:func:`~pymc_crp.core.lists.list_likelihood_cache`: the bitset orders of the slots
+(:func:`~pymc_crp.core.lists.order_words`, updated in ``O(M K)`` after a move of one item's
+utilities), each list's item set, and the log-likelihoods of lists under one slot's order.
+:func:`_carry_entry` keeps the cache entry of an accepted order complete, so that later steps
+at the same state count nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.tensor.elemwise import DimShuffle
+
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.restricted_orders import move_item_words
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
+from pymc_crp.step_methods.model_graph import compile_point_function, dependent_terms, term_logps
+
+
+def _list_children(model, value_var, exclude):
+    """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
+    children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
+    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
+        return None
+    if not all(c in model.observed_RVs for c in children):
+        return None
+    return children
+
+
+class _ListTerm:
+    """One observed PartialOrderLists term: compiled parameters and the lists, prepared for
+    the process-wide :func:`~pymc_crp.core.lists.list_likelihood_cache`."""
+
+    def __init__(self, model, rv, utility_value, compile_kwargs):
+        params = PartialOrderListsParams.from_rv(rv)
+        utilities, labels, noise = model.replace_rvs_by_values(
+            [params.utilities, params.labels, params.noise]
+        )
+        # The order utilities are often the utility variable itself: read it from the point.
+        self.direct = None
+        owner = utilities.owner
+        expanded = (  # (M, K) utilities given to the lists as a stack of one slot
+            owner is not None
+            and isinstance(owner.op, DimShuffle)
+            and owner.inputs[0] is utility_value
+            and utility_value.ndim == 2
+            and tuple(owner.op.new_order) == ("x", 0, 1)
+        )
+        if (utilities is utility_value and utilities.ndim == 3) or expanded:
+            self.direct = utility_value.name
+        else:
+            self.eta_fn = compile_point_function(
+                model, pt.cast(utilities, "float64"), compile_kwargs
+            )
+        self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
+        self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
+        self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
+        self.lists = np.asarray(model.rvs_to_values[rv].data, dtype=np.int64)
+        self.list_set = list_likelihood_cache().list_set(self.lists, self.top_down)
+        n_items = int(model.rvs_to_values[rv].data.max()) + 1
+        self.contains = np.zeros((self.lists.shape[0], max(n_items, 1)), dtype=bool)
+        rows = np.repeat(np.arange(self.lists.shape[0]), self.lists.shape[1])
+        flat = self.lists.ravel()
+        self.contains[rows[flat >= 0], flat[flat >= 0]] = True
+        # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
+        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
+        present = flat >= 0
+        np.bitwise_or.at(
+            self.item_words,
+            (rows[present], flat[present] // 64),
+            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
+        )
+        self.utility_name = utility_value.name
+
+    def words(self, point, slot=None, used=None):
+        """Bitset orders ``(L, 4, M)`` of all slots (of slots ``used`` only, the others
+        zero), or ``(1, 4, M)`` of ``slot``."""
+        eta = point[self.direct] if self.direct is not None else self.eta_fn(point)
+        eta = eta if eta.ndim == 3 else eta[None]
+        if slot is not None:
+            return order_words(eta[slot : slot + 1], self.top_down)
+        return order_words(eta, self.top_down, slots=used)
+
+    def moved_words(self, point, slot, old, item):
+        """``words(point, slot)`` when only ``item``'s utilities moved from those of the order
+        ``old`` ``(4, M)``: its relations only are recomputed (lists that read ``U``
+        directly; others recompute the order)."""
+        if self.direct is None:
+            return self.words(point, slot)
+        eta = point[self.direct]
+        eta = eta[slot] if eta.ndim == 3 else eta
+        return move_item_words(old, eta, item, not self.top_down)[None]
+
+    def all_logliks(self, point, labels, noise):
+        """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
+        words = self.words(point, used=labels)
+        cache = list_likelihood_cache()
+        return words, cache.log_likelihoods(self.list_set, words, labels, noise)
+
+    def restricted_changed(self, old, new, item, rows, flips=None) -> np.ndarray:
+        """Which lists ``rows`` (all containing ``item``) see a different order when only
+        ``item``'s utilities moved from order ``old`` to ``new`` (``(4, M)`` words): a list's
+        likelihood depends on the order restricted to its items only, and ``item``'s
+        relations are its rows of items above it and items comparable to it (``flips``:
+        ``old[:, item] ^ new[:, item]`` when known)."""
+        if flips is None:
+            flips = old[:, item] ^ new[:, item]  # up_lo, up_hi, cmp_lo, cmp_hi
+        words = self.item_words[rows]
+        return ((words[:, 0] & (flips[0] | flips[2])) | (words[:, 1] & (flips[1] | flips[3]))) != 0
+
+    def slot_logliks(self, words, rows, noise, hint=False):
+        """Log-likelihoods of lists ``rows`` under the single order ``words`` ``(1, 4, M)``;
+        ``hint`` a ``(4, M)`` order whose cached entry may lend unchanged lists (see
+        :meth:`~pymc_crp.core.lists.ListLikelihoodCache.log_likelihoods`)."""
+        return list_likelihood_cache().order_log_likelihoods(
+            self.list_set, words, rows, noise, hint=hint
+        )
+
+
+def _proposal_logliks(term: _ListTerm, words, rows, noise) -> np.ndarray:
+    """:meth:`_ListTerm.slot_logliks` of a one-item proposal, which creates no cache entry
+    unless :func:`_carry_entry` stores it after the move is accepted."""
+    return list_likelihood_cache().proposal_log_likelihoods(term.list_set, words, rows, noise)
+
+
+def _rows_by_item(term: _ListTerm, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(by_item, starts)``: the lists ``rows`` (ascending) of ``term`` that contain item
+    ``j`` are ``by_item[starts[j]:starts[j + 1]]``, in the order of ``rows``."""
+    n_items = term.contains.shape[1]
+    items = term.lists[rows]
+    present = items >= 0
+    flat = items[present]  # row-major: rows ascending within each item after a stable sort
+    order = np.argsort(flat, kind="stable")
+    by_item = np.repeat(rows, present.sum(axis=1))[order]
+    starts = np.zeros(n_items + 1, dtype=np.int64)
+    np.cumsum(np.bincount(flat, minlength=n_items), out=starts[1:])
+    return by_item, starts
+
+
+def _rows_with_item(term: _ListTerm, rows: np.ndarray, item: int) -> np.ndarray:
+    """The lists ``rows`` of ``term`` that contain ``item``."""
+    if item >= term.contains.shape[1]:
+        return rows[:0]
+    return rows[term.contains[rows, item]]
+
+
+def _carry_entry(term: _ListTerm, state, slot: int, rows: np.ndarray, old: np.ndarray) -> None:
+    """After the order of ``slot`` moved from ``old`` to ``state.words[slot]``, let the cache
+    entry of the new order hold all the slot's lists ``rows``, copied from the entry of ``old``
+    where their restricted order is unchanged (so later steps at this state count nothing)."""
+    new = state.words[slot]
+    if state.noise < 1.0 and rows.size and not np.array_equal(new, old):
+        list_likelihood_cache().fill(term.list_set, new, rows, old)
+
+
+@dataclass
+class _TermState:
+    """One list term during a step: the lists' ``labels`` and ``noise``, their cached
+    ``logliks`` and the slots' orders ``words`` (both updated as moves are accepted)."""
+
+    labels: np.ndarray
+    noise: float
+    logliks: np.ndarray
+    words: np.ndarray
