@@ -1,10 +1,12 @@
 """The equicorrelated quadratic form and density stay accurate as ``rho -> 1``.
 
-Oracle: the same quantities in 60-digit arithmetic (mpmath) from ``Σ_ρ⁻¹`` written out
-entry by entry, never from the package's formula.
+Oracle: the quadratic form in exact rational arithmetic (``fractions``) from ``Σ_ρ⁻¹``
+written out as in the textbook, never from the package's formula.
 """
 
-import mpmath
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytensor.tensor as pt
 import pytest
@@ -12,18 +14,16 @@ import pytest
 from pymc_crp.core.utility_hierarchy import equicorrelated_quadratic
 from pymc_crp.distributions.equicorrelated_normal import equicorrelated_logpdf
 
-mpmath.mp.dps = 60
 
-
-def exact_quadratic(x, one_minus_rho):
-    """``xᵀ Σ_ρ⁻¹ x`` with ``Σ_ρ⁻¹ = (I - ρ/(1+(K-1)ρ) 1 1ᵀ)/(1-ρ)``, in 60 digits."""
+def exact_quadratic(x, rho):
+    """``xᵀ Σ_ρ⁻¹ x`` with ``Σ_ρ⁻¹ = (I - ρ/(1+(K-1)ρ) 1 1ᵀ)/(1-ρ)``, exactly (the floats
+    ``x`` and ``ρ`` as rationals), rounded once at the end."""
     k = len(x)
-    eps = mpmath.mpf(one_minus_rho)
-    rho = 1 - eps
+    rho = Fraction(float(rho))
     c = rho / (1 + (k - 1) * rho)
-    xs = [mpmath.mpf(float(v)) for v in x]
+    xs = [Fraction(float(v)) for v in x]
     total = sum(xs)
-    return (sum(v * v for v in xs) - c * total * total) / eps
+    return float((sum(v * v for v in xs) - c * total * total) / (1 - rho))
 
 
 @pytest.mark.parametrize("exponent", [2, 6, 9, 12, 15])
@@ -35,8 +35,8 @@ def test_quadratic_is_accurate_near_rho_one(exponent):
     x = rng.normal(size=(6, 3)) * np.sqrt(one_minus_rho) + 3.0 * rng.normal(size=(6, 1))
     got = equicorrelated_quadratic(x, rho)
     # The oracle uses the rho that the float carries (1 - rho is not exactly 10^-e).
-    exact = [exact_quadratic(row, mpmath.mpf(1) - mpmath.mpf(rho)) for row in x]
-    np.testing.assert_allclose(got, np.array(exact, dtype=float), rtol=1e-7)
+    exact = [exact_quadratic(row, rho) for row in x]
+    np.testing.assert_allclose(got, exact, rtol=1e-7)
 
 
 def test_logpdf_numpy_and_pytensor_agree_near_rho_one():
@@ -48,9 +48,9 @@ def test_logpdf_numpy_and_pytensor_agree_near_rho_one():
     symbolic = equicorrelated_logpdf(value, mu, rho, 0.7).eval({value: x})
     numeric = equicorrelated_logpdf(x, mu, rho, 0.7)
     np.testing.assert_allclose(symbolic, numeric, rtol=1e-12)
-    eps = mpmath.mpf(1) - mpmath.mpf(rho)
+    eps = float(1 - Fraction(rho))  # 2^-50 exactly
     for row, got in zip(x, numeric, strict=True):
-        q = exact_quadratic((row - mu) / 0.7, eps)
-        logdet = 2 * mpmath.log(eps) + mpmath.log(1 + 2 * (1 - eps)) + 6 * mpmath.log(0.7)
-        exact = -(3 * mpmath.log(2 * mpmath.pi) + logdet + q) / 2
-        assert abs(got - float(exact)) < 1e-6 * max(1.0, abs(float(exact)))
+        q = exact_quadratic(row - mu, rho) / 0.7**2  # the float differences the package sees
+        logdet = 2 * math.log(eps) + math.log(1 + 2 * rho) + 6 * math.log(0.7)
+        exact = -(3 * math.log(2 * math.pi) + logdet + q) / 2
+        assert abs(got - exact) < 1e-6 * max(1.0, abs(exact))
