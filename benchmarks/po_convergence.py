@@ -149,7 +149,8 @@ def run(lists, n_items, args, variant, seed):
 def time_iterations(model, n_iter, labels, seed=1, old=False):
     """Mean seconds per iteration of the compound step ``pm.sample`` would build (with
     ``CRPGibbs`` on the labels if ``old``), from the same state for every ``max_clusters``:
-    the given labels, utilities after 40 warm-up iterations of the other steps."""
+    the given labels, utilities after 40 warm-up iterations of the other steps; timed after
+    tuning (no annealing or adaptation), as the steps run for the kept draws."""
     with model:
         extra = [pmc.CRPGibbs([model["cluster"]])] if old else None
         provided, selected = pm.sampling.mcmc.assign_step_methods(model, extra)
@@ -164,6 +165,8 @@ def time_iterations(model, n_iter, labels, seed=1, old=False):
             for step in steps:
                 if not isinstance(step, label_steps):
                     point, _ = step.step(point)
+        for step in steps:  # time the steps as they run for the kept draws
+            step.stop_tuning()
         start = time.perf_counter()
         for _ in range(n_iter):
             for step in steps:
