@@ -97,13 +97,18 @@ def test_hint_over_slots_and_rows_and_gradient():
     assert cache.copied > 0
 
 
-def test_fill_takes_the_unchanged_lists_of_the_hint():
-    rng = np.random.default_rng(8)
+def _one_slot(rng):
+    """200 lists, a fresh cache and their list set, one slot's utilities and its labels."""
     padded = _lists(rng, 200)
     cache = ListLikelihoodCache()
     list_set = cache.list_set(padded, True)
     eta = rng.standard_normal((N_ITEMS, N_DIMS))
-    labels = np.zeros(padded.shape[0], dtype=np.int64)
+    return padded, cache, list_set, eta, np.zeros(padded.shape[0], dtype=np.int64)
+
+
+def test_fill_takes_the_unchanged_lists_of_the_hint():
+    rng = np.random.default_rng(8)
+    padded, cache, list_set, eta, labels = _one_slot(rng)
     old = order_words(eta[None])
     cache.log_likelihoods(list_set, old, labels, P, hint=False)
     moved = eta.copy()
@@ -120,11 +125,7 @@ def test_fill_takes_the_unchanged_lists_of_the_hint():
 
 def test_proposals_are_counted_without_entries_and_stored_by_fill():
     rng = np.random.default_rng(9)
-    padded = _lists(rng, 200)
-    cache = ListLikelihoodCache()
-    list_set = cache.list_set(padded, True)
-    eta = rng.standard_normal((N_ITEMS, N_DIMS))
-    labels = np.zeros(padded.shape[0], dtype=np.int64)
+    padded, cache, list_set, eta, labels = _one_slot(rng)
     words = order_words(eta[None])
     cache.log_likelihoods(list_set, words, labels, P, hint=False)
     for t in range(30):
