@@ -381,3 +381,21 @@ def exact_clustered_total_orders(lists, n_items: int, p: float, theta: float, d:
         for b in blocks:
             co[np.ix_(b, b)] += weight
     return co / total, k_dist / total
+
+
+def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws, seed=0):
+    """Mean and standard deviation of rows ``x_j ~ N(mean_j, scale² ((1-ρ) I + ρ 1 1ᵀ))``
+    (independent rows, ``mean`` ``(M, K)``) conditioned on every column having the rank
+    pattern of the matrix ``start``, by rejection from ``n_draws`` prior draws."""
+    rng = np.random.default_rng(seed)
+    mean = np.asarray(mean, dtype=float)
+    n_items, n_dims = mean.shape
+    eps = rng.standard_normal((n_draws, n_items, n_dims))
+    common = rng.standard_normal((n_draws, n_items, 1))
+    x = mean + scale * (math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common)
+    pattern = np.argsort(np.asarray(start, dtype=float), axis=0)
+    kept = np.ones(n_draws, dtype=bool)
+    for k in range(n_dims):
+        column = x[:, pattern[:, k], k]
+        kept &= np.all(column[:, 1:] > column[:, :-1], axis=1)
+    return x[kept].mean(axis=0), x[kept].std(axis=0), int(kept.sum())

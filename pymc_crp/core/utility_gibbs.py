@@ -15,7 +15,16 @@ where ``N(μ_c, σ_c²)`` is the Gaussian conditional of ``x`` given the rest of
 the slot prior ``N(m, s^2 Σ_ρ)`` (:func:`equicorrelated_conditional`), ``L_r`` the likelihood
 of the slot's lists under the order with ``x ∈ I_r`` and ``α_r, β_r`` the standardised ends
 of ``I_r``. The draw picks ``r`` and then ``x`` from the truncated normal on ``I_r`` by the
-inverse CDF (computed in the upper tail by symmetry). No PyMC here.
+inverse CDF (computed in the upper tail by symmetry).
+
+**Draws within the current interval** (:func:`cell_draws`). Given that ``x`` stays in its
+current interval ``I_r`` the likelihood is constant, so ``x | x ∈ I_r, ·`` is the truncated
+normal ``N(μ_c, σ_c^2)`` on ``I_r`` alone: a Gibbs draw from the target conditioned on the
+cell of the partition ``{I_r}`` (which depends only on the other coordinates), exact and free
+of list likelihoods. In a column ``k`` of one slot the items of even rank (or odd rank) in
+that column have their neighbours, the ends of their intervals, among the other parity, and
+each depends on the rest only through its own row: they are conditionally independent
+given the rest and are drawn at once. No PyMC here.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ __all__ = [
     "interval_points",
     "interval_log_masses",
     "sample_interval_mixture",
+    "truncated_normal",
+    "cell_draws",
 ]
 
 
@@ -96,16 +107,84 @@ def sample_interval_mixture(log_lik, low, high, mu: float, sd: float, u_pick, u_
     w = np.exp(log_w - top)
     cum = np.cumsum(w)
     r = min(int(np.searchsorted(cum, u_pick * cum[-1], side="right")), w.shape[0] - 1)
-    alpha, beta = (low[r] - mu) / sd, (high[r] - mu) / sd
-    if alpha > 0.0:  # upper tail: draw -X from the mirrored interval
-        a, b = ndtr(-beta), ndtr(-alpha)
-        z = -float(ndtri(a + u_draw * (b - a)))
-    else:
-        a, b = ndtr(alpha), ndtr(beta)
-        z = float(ndtri(a + u_draw * (b - a)))
-    x = mu + sd * z
-    if not np.isfinite(x):  # the interval's mass underflowed: its nearest end
-        x = low[r] if np.isfinite(low[r]) else high[r]
-    # Strictly inside: at an end the item would tie with another one (a different order).
-    x = min(max(x, np.nextafter(low[r], np.inf)), np.nextafter(high[r], -np.inf))
+    x = truncated_normal(low[r], high[r], mu, sd, u_draw)
     return float(x), r
+
+
+def truncated_normal(low, high, mu, sd, uniform):
+    r"""Draws of ``N(mu, sd²)`` restricted to ``(low, high)`` by the inverse CDF, elementwise:
+    ``x = μ + σ Φ^{-1}(Φ(α) + u (Φ(β) - Φ(α)))`` with ``α, β`` the standardised ends
+    (mirrored, ``x = μ - σ Φ^{-1}(…)`` of ``-β, -α``, when ``α > 0``, so that the upper tail
+    keeps its digits). Strictly inside the interval (at an end an item would tie with
+    another one, a different order); where the interval's mass underflows (beyond about 37
+    standard deviations), its nearest end."""
+    low, high, mu, sd, uniform = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (low, high, mu, sd, uniform))
+    )
+    alpha, beta = (low - mu) / sd, (high - mu) / sd
+    upper = alpha > 0.0  # draw -X from the mirrored interval
+    lo = ndtr(np.where(upper, -beta, alpha))
+    hi = ndtr(np.where(upper, -alpha, beta))
+    z = ndtri(lo + uniform * (hi - lo))
+    x = mu + sd * np.where(upper, -z, z)
+    x = np.where(np.isfinite(x), x, np.where(np.isfinite(low), low, high))
+    x = np.minimum(np.maximum(x, np.nextafter(low, np.inf)), np.nextafter(high, -np.inf))
+    return x if x.ndim else float(x)
+
+
+def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
+    r"""One scan of draws within the current intervals (see the module docstring), in place.
+
+    For each column ``k`` and each parity, every item ``j`` of that rank parity in column
+    ``k`` of its slot is redrawn from ``N(μ_c, σ_c^2)`` (:func:`equicorrelated_conditional`,
+    vectorised) restricted to the open interval between its neighbours in the column, so no
+    slot's dominance order changes.
+
+    Parameters
+    ----------
+    utilities : float64 (S, M, K)
+        The slots' utilities, updated in place.
+    mean : float64 (S, M, K)
+        Prior means of the rows.
+    rho, scale : float64 (S, M)
+        Prior correlation and scale of each row: ``row ~ N(mean, scale² Σ_ρ)``.
+    uniforms : float64 (K, 2, S, M)
+        The uniforms of the draws (those of items not drawn are unused).
+    """
+    n_slots, n_items, n_dims = utilities.shape
+    if n_slots == 0 or n_items == 0:
+        return
+    if n_dims == 1:
+        weight = np.zeros_like(rho)
+        sd = scale
+    else:
+        weight = rho / (1.0 + (n_dims - 2) * rho)
+        sd = scale * np.sqrt((1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho))
+    slots = np.arange(n_slots)[:, None]
+    for k in range(n_dims):
+        for parity in (0, 1):
+            column = utilities[:, :, k]
+            order = np.argsort(column, axis=1, kind="stable")
+            ranked = np.take_along_axis(column, order, axis=1)
+            ranks = np.arange(parity, n_items, 2)
+            below = np.full((n_slots, ranks.size), -np.inf)
+            above = np.full((n_slots, ranks.size), np.inf)
+            inner = ranks > 0
+            below[:, inner] = ranked[:, ranks[inner] - 1]
+            inner = ranks < n_items - 1
+            above[:, inner] = ranked[:, ranks[inner] + 1]
+            items = order[:, ranks]
+            # A column with tied values (e.g. an initial point of zeros) is left alone:
+            # no interval keeps its order (ties have probability zero under the target).
+            tied = np.any(ranked[:, 1:] == ranked[:, :-1], axis=1)
+            deviation = utilities - mean
+            others = deviation.sum(axis=2) - deviation[:, :, k]
+            mu = mean[:, :, k] + weight * others
+            draws = truncated_normal(
+                below,
+                above,
+                mu[slots, items],
+                sd[slots, items],
+                uniforms[k, parity][slots, items],
+            )
+            utilities[slots, items, k] = np.where(tied[:, None], utilities[slots, items, k], draws)

@@ -43,6 +43,7 @@ from pytensor.tensor.random.basic import NormalRV
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.utility_gibbs import (
+    cell_draws,
     equicorrelated_conditional,
     interval_points,
     sample_interval_mixture,
@@ -143,6 +144,13 @@ class UtilityMetropolis(BlockedStep):
         mixture of truncated normals over the intervals between the other items' values,
         weighted by the likelihood of the slot's lists under each interval's order. Needs an
         :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
+    cell_sweeps : int, default 1
+        Scans of exact draws of every utility within the interval between its neighbours in
+        its column (:func:`~pymc_crp.core.utility_gibbs.cell_draws`: truncated normals that
+        leave every order, hence every list likelihood, unchanged; no list is evaluated),
+        after the other moves of a step. Made when the prior is
+        :class:`~pymc_crp.EquicorrelatedNormal` and the lists read ``U`` directly; ``0``:
+        none.
     pcn : bool, default True
         Make the pCN move of each occupied slot.
     item_sweeps : int, default 1
@@ -169,6 +177,7 @@ class UtilityMetropolis(BlockedStep):
         pcn_step: float = 0.3,
         item_sweeps: int = 1,
         coordinate_items: int = 0,
+        cell_sweeps: int = 1,
         pcn: bool = True,
         tune: bool = True,
         model=None,
@@ -204,6 +213,10 @@ class UtilityMetropolis(BlockedStep):
         if coordinate_items < -1:
             raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
         self.coordinate_items = int(coordinate_items)
+        if isinstance(cell_sweeps, bool) or not isinstance(cell_sweeps, Integral):
+            raise TypeError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps!r}")
+        if cell_sweeps < 0:
+            raise ValueError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps}")
         self.pcn = bool(pcn)
         self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
         self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
@@ -234,6 +247,8 @@ class UtilityMetropolis(BlockedStep):
                 "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
                 f"directly (no covariates); {rv.name} is not"
             )
+        direct = self._equi_fn is not None and all(term.direct is not None for term in self._terms)
+        self.cell_sweeps = int(cell_sweeps) if direct else 0
 
     def _prior_draw(self, point):
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
@@ -273,6 +288,8 @@ class UtilityMetropolis(BlockedStep):
                     for k in range(utilities.shape[-1]):
                         self._coordinate_draw(sweep, item, k)
                 prior.density = None
+        for _ in range(self.cell_sweeps):
+            self._cell_draws(utilities, occupied, prior)
         if self.tune and self.adaptive:
             self.rw_scale = self._rw_tuner.record(self.rw_scale, moves.rw_accepts, moves.rw_tries)
             self.pcn_step = self._pcn_tuner.record(
@@ -443,6 +460,26 @@ class UtilityMetropolis(BlockedStep):
             if lls is not None:
                 state.logliks[rows] = lls[per_candidate[r]]
             _carry_entry(term, state, sweep.slot, slot_rows, old)
+
+    def _cell_draws(self, utilities, occupied, prior: _SlotPrior) -> None:
+        """One scan of :func:`~pymc_crp.core.utility_gibbs.cell_draws` over the occupied slots
+        (the orders, and so the cached likelihoods, are unchanged)."""
+        stacked = utilities.ndim == 3
+        slots = np.flatnonzero(occupied)
+        if stacked:
+            block = utilities[slots]
+            mean, rho, scale = prior.mean[slots], prior.rho[slots], prior.scale[slots]
+        else:
+            block = utilities[None]
+            mean, rho, scale = prior.mean[None], prior.rho[None], prior.scale[None]
+        n_slots, n_items, n_dims = block.shape
+        uniforms = self.rng.random((n_dims, 2, n_slots, n_items))
+        cell_draws(block, np.ascontiguousarray(mean, dtype=float), rho, scale, uniforms)
+        if stacked:
+            utilities[slots] = block
+        else:
+            utilities[...] = block[0]
+        prior.density = None
 
     def _open_tables(self, sweep: _SlotSweep) -> None:
         """Keep the count ratios of the slot's lists at the current order during the item
