@@ -94,6 +94,9 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
+    elif variant.startswith("cells"):  # new, with N scans of within-interval utility draws
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], cell_sweeps=int(variant[5:]))]
     elif variant.startswith("aux"):  # new, with another number of auxiliary slots
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
@@ -198,7 +201,8 @@ def main():
         "--variants",
         nargs="+",
         default=["new"],
-        help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), auxN "
+        help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), cellsN "
+        "(N scans of within-interval utility draws; cells0 is the utility step before them), auxN "
         "(N auxiliary slots), msN (N merge-split proposals per step, no annealing; ms0 is the "
         "label step before merge-split and annealing), annN (label moves annealed over N "
         "tuning steps), newL / oldL "

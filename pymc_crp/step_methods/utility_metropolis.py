@@ -41,13 +41,7 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import NormalRV
 
-from pymc_crp.core.lists import list_likelihood_cache, order_words
-from pymc_crp.core.utility_gibbs import (
-    cell_draws,
-    equicorrelated_conditional,
-    interval_points,
-    sample_interval_mixture,
-)
+from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
@@ -60,7 +54,6 @@ from pymc_crp.step_methods.list_terms import (
     _ListTerm,
     _proposal_logliks,
     _rows_by_item,
-    _rows_with_item,
     _TermState,
 )
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
@@ -68,6 +61,7 @@ from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     prior_draw_function,
 )
+from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
 
 __all__ = ["UtilityMetropolis"]
 
@@ -111,6 +105,8 @@ class _MoveCounts:
     rw_accepts: int = 0
     pcn_tries: int = 0
     pcn_accepts: int = 0
+    hop_tries: int = 0
+    hop_accepts: int = 0
 
 
 @dataclass_state
@@ -125,7 +121,7 @@ class UtilityMetropolisState(StepMethodState):
     _pcn_tuner: ScaleTuner
 
 
-class UtilityMetropolis(BlockedStep):
+class UtilityMetropolis(CoordinateMoves, BlockedStep):
     """Per-slot Metropolis updates of partial-order utilities (see the module docstring).
 
     Assigned automatically to a Gaussian utility variable (``L × M × K`` slots or ``M × K``)
@@ -151,6 +147,13 @@ class UtilityMetropolis(BlockedStep):
         after the other moves of a step. Made when the prior is
         :class:`~pymc_crp.EquicorrelatedNormal` and the lists read ``U`` directly; ``0``:
         none.
+    cell_hops : int, default 0
+        Sweeps over the items of each occupied slot of moves of one utility (a random column)
+        to the interval next to its own (up or down with probability 1/2), drawn from its
+        Gaussian conditional truncated to that interval and accepted with
+        ``min(1, L' Z' / (L Z))`` (``L`` the slot's lists' likelihood, ``Z`` the interval's
+        prior mass): each move changes the order by one swap of neighbours in a column.
+        Same conditions as ``cell_sweeps``.
     pcn : bool, default True
         Make the pCN move of each occupied slot.
     item_sweeps : int, default 1
@@ -165,6 +168,7 @@ class UtilityMetropolis(BlockedStep):
     stats_dtypes_shapes = {
         "utility_rw_accept": (np.float64, []),
         "utility_pcn_accept": (np.float64, []),
+        "utility_hop_accept": (np.float64, []),
         "utility_rw_scale": (np.float64, []),
         "utility_pcn_step": (np.float64, []),
     }
@@ -178,6 +182,7 @@ class UtilityMetropolis(BlockedStep):
         item_sweeps: int = 1,
         coordinate_items: int = 0,
         cell_sweeps: int = 1,
+        cell_hops: int = 0,
         pcn: bool = True,
         tune: bool = True,
         model=None,
@@ -217,6 +222,8 @@ class UtilityMetropolis(BlockedStep):
             raise TypeError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps!r}")
         if cell_sweeps < 0:
             raise ValueError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps}")
+        if isinstance(cell_hops, bool) or not isinstance(cell_hops, Integral) or cell_hops < 0:
+            raise ValueError(f"cell_hops must be a non-negative integer, got {cell_hops!r}")
         self.pcn = bool(pcn)
         self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
         self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
@@ -249,6 +256,7 @@ class UtilityMetropolis(BlockedStep):
             )
         direct = self._equi_fn is not None and all(term.direct is not None for term in self._terms)
         self.cell_sweeps = int(cell_sweeps) if direct else 0
+        self.cell_hops = int(cell_hops) if direct else 0
 
     def _prior_draw(self, point):
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
@@ -281,6 +289,9 @@ class UtilityMetropolis(BlockedStep):
             for _ in range(self.item_sweeps):
                 for item in self.rng.permutation(items):
                     self._item_move(sweep, item, moves)
+            for _ in range(self.cell_hops):
+                for item in self.rng.permutation(items):
+                    self._cell_hop(sweep, item, moves)
             self._close_tables(sweep)
             if self.coordinate_items:
                 n_pick = items.size if self.coordinate_items < 0 else self.coordinate_items
@@ -302,6 +313,9 @@ class UtilityMetropolis(BlockedStep):
             "utility_rw_accept": moves.rw_accepts / moves.rw_tries if moves.rw_tries else np.nan,
             "utility_pcn_accept": (
                 moves.pcn_accepts / moves.pcn_tries if moves.pcn_tries else np.nan
+            ),
+            "utility_hop_accept": (
+                moves.hop_accepts / moves.hop_tries if moves.hop_tries else np.nan
             ),
             "utility_rw_scale": self.rw_scale,
             "utility_pcn_step": self.pcn_step,
@@ -413,73 +427,6 @@ class UtilityMetropolis(BlockedStep):
         if not 0.0 < r < 1.0:
             return noise
         return math.sqrt(1.0 - r) * noise + math.sqrt(r) * self.rng.standard_normal()
-
-    def _coordinate_draw(self, sweep: _SlotSweep, item: int, k: int) -> None:
-        """Exact Gibbs draw of ``utilities[index][item, k]`` (:mod:`pymc_crp.core.utility_gibbs`);
-        updates the cached orders and log-likelihoods of the slot's lists."""
-        prior, index = sweep.prior, sweep.index
-        slot_u = sweep.utilities[index]
-        others = np.delete(slot_u[:, k], item)
-        low, high, inside = interval_points(others)
-        candidates = np.repeat(slot_u[None], inside.shape[0], axis=0)
-        candidates[:, item, k] = inside
-        log_lik = np.zeros(inside.shape[0])
-        found = []
-        cache = list_likelihood_cache()
-        for term, state, rows in zip(self._terms, sweep.states, sweep.rows, strict=True):
-            words = order_words(candidates, term.top_down)
-            rows = _rows_with_item(term, rows, item)
-            if rows.size:
-                keys = [w.tobytes() for w in words]
-                first = {key: r for r, key in reversed(list(enumerate(keys)))}
-                distinct = np.array(sorted(set(first.values())), dtype=np.int64)
-                lls = cache.log_likelihoods(
-                    term.list_set,
-                    words[distinct],
-                    np.repeat(np.arange(distinct.size), rows.size),
-                    state.noise,
-                    rows=np.tile(rows, distinct.size),
-                ).reshape(distinct.size, rows.size)
-                where = {int(r): d for d, r in enumerate(distinct)}
-                per_candidate = np.array([where[first[key]] for key in keys])
-                log_lik += lls.sum(axis=1)[per_candidate]
-                found.append((rows, words, lls, per_candidate))
-            else:
-                found.append((rows, words, None, None))
-        rho, scale = float(prior.rho[index][item]), float(prior.scale[index][item])
-        mu, sd = equicorrelated_conditional(slot_u[item], prior.mean[index][item], rho, scale, k)
-        x, r = sample_interval_mixture(
-            log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
-        )
-        slot_u[item, k] = x
-        for term, state, slot_rows, (rows, words, lls, per_candidate) in zip(
-            self._terms, sweep.states, sweep.rows, found, strict=True
-        ):
-            old = state.words[sweep.slot].copy()
-            state.words[sweep.slot] = words[r]
-            if lls is not None:
-                state.logliks[rows] = lls[per_candidate[r]]
-            _carry_entry(term, state, sweep.slot, slot_rows, old)
-
-    def _cell_draws(self, utilities, occupied, prior: _SlotPrior) -> None:
-        """One scan of :func:`~pymc_crp.core.utility_gibbs.cell_draws` over the occupied slots
-        (the orders, and so the cached likelihoods, are unchanged)."""
-        stacked = utilities.ndim == 3
-        slots = np.flatnonzero(occupied)
-        if stacked:
-            block = utilities[slots]
-            mean, rho, scale = prior.mean[slots], prior.rho[slots], prior.scale[slots]
-        else:
-            block = utilities[None]
-            mean, rho, scale = prior.mean[None], prior.rho[None], prior.scale[None]
-        n_slots, n_items, n_dims = block.shape
-        uniforms = self.rng.random((n_dims, 2, n_slots, n_items))
-        cell_draws(block, np.ascontiguousarray(mean, dtype=float), rho, scale, uniforms)
-        if stacked:
-            utilities[slots] = block
-        else:
-            utilities[...] = block[0]
-        prior.density = None
 
     def _open_tables(self, sweep: _SlotSweep) -> None:
         """Keep the count ratios of the slot's lists at the current order during the item

@@ -85,7 +85,14 @@ def test_equicorrelated_conditional_matches_dense_algebra():
             assert np.isclose(mu, want_mu) and np.isclose(sd**2, want_var)
 
 
-def test_coordinate_gibbs_order_posterior_is_exact():
+@pytest.mark.parametrize(
+    "moves",
+    [
+        {"coordinate_items": -1},
+        {"cell_hops": 1},  # with the default cell_sweeps=1: one swap of neighbours per move
+    ],
+)
+def test_coordinate_gibbs_order_posterior_is_exact(moves):
     prior = prior_order_probabilities()
     weights = {}
     for code, prob in prior.items():
@@ -96,7 +103,7 @@ def test_coordinate_gibbs_order_posterior_is_exact():
     with pm.Model():
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_ITEMS, 2)), rho=RHO)
         pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS_K2)
-        step = pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1)
+        step = pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, **moves)
         idata = pm.sample(
             2000,
             tune=100,
