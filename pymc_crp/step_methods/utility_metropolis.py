@@ -222,8 +222,10 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
             raise TypeError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps!r}")
         if cell_sweeps < 0:
             raise ValueError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps}")
-        if isinstance(cell_hops, bool) or not isinstance(cell_hops, Integral) or cell_hops < 0:
-            raise ValueError(f"cell_hops must be a non-negative integer, got {cell_hops!r}")
+        if isinstance(cell_hops, bool) or not isinstance(cell_hops, Integral):
+            raise TypeError(f"cell_hops must be a non-negative integer, got {cell_hops!r}")
+        if cell_hops < 0:
+            raise ValueError(f"cell_hops must be a non-negative integer, got {cell_hops}")
         self.pcn = bool(pcn)
         self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
         self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)

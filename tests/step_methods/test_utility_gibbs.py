@@ -220,6 +220,11 @@ def test_cell_sweeps_validated():
         pmc.UtilityMetropolis([model["U"]], model=model, cell_sweeps=1.5)
     with pytest.raises(ValueError, match="cell_sweeps"):
         pmc.UtilityMetropolis([model["U"]], model=model, cell_sweeps=-1)
+    with pytest.raises(TypeError, match="cell_hops"):
+        pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=True)
+    with pytest.raises(ValueError, match="cell_hops"):
+        pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=-3)
     covariates = np.eye(3)[:, :1]  # lists read G⁻¹(Φ(U)) + xβ: no cell draws
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1, covariates=covariates)
-    assert pmc.UtilityMetropolis([model["U"]], model=model).cell_sweeps == 0
+    step = pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=2)
+    assert step.cell_sweeps == 0 and step.cell_hops == 0
