@@ -140,20 +140,22 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         mixture of truncated normals over the intervals between the other items' values,
         weighted by the likelihood of the slot's lists under each interval's order. Needs an
         :class:`~pymc_crp.EquicorrelatedNormal` prior and lists that read ``U`` directly.
-    cell_sweeps : int, default 1
+    cell_sweeps : int, optional
         Scans of exact draws of every utility within the interval between its neighbours in
         its column (:func:`~pymc_crp.core.utility_gibbs.cell_draws`: truncated normals that
         leave every order, hence every list likelihood, unchanged; no list is evaluated),
-        after the other moves of a step. Made when the prior is
-        :class:`~pymc_crp.EquicorrelatedNormal` and the lists read ``U`` directly; ``0``:
-        none.
+        after the other moves of a step. Needs an :class:`~pymc_crp.EquicorrelatedNormal`
+        prior and lists that read ``U`` directly; default 1 for such utilities and 0 for
+        others.
     cell_hops : int, default 0
         Sweeps over the items of each occupied slot of moves of one utility (a random column)
         to the interval next to its own (up or down with probability 1/2), drawn from its
         Gaussian conditional truncated to that interval and accepted with
         ``min(1, L' Z' / (L Z))`` (``L`` the slot's lists' likelihood, ``Z`` the interval's
         prior mass): each move changes the order by one swap of neighbours in a column.
-        Same conditions as ``cell_sweeps``.
+        Same conditions as ``cell_sweeps``. Measured at a fixed partition
+        (``benchmarks/utility_mixing.py``) it did not raise the ESS per second, so it is off
+        by default.
     pcn : bool, default True
         Make the pCN move of each occupied slot.
     item_sweeps : int, default 1
@@ -181,7 +183,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         pcn_step: float = 0.3,
         item_sweeps: int = 1,
         coordinate_items: int = 0,
-        cell_sweeps: int = 1,
+        cell_sweeps: int | None = None,
         cell_hops: int = 0,
         pcn: bool = True,
         tune: bool = True,
@@ -218,14 +220,13 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         if coordinate_items < -1:
             raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
         self.coordinate_items = int(coordinate_items)
-        if isinstance(cell_sweeps, bool) or not isinstance(cell_sweeps, Integral):
-            raise TypeError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps!r}")
-        if cell_sweeps < 0:
-            raise ValueError(f"cell_sweeps must be a non-negative integer, got {cell_sweeps}")
-        if isinstance(cell_hops, bool) or not isinstance(cell_hops, Integral):
-            raise TypeError(f"cell_hops must be a non-negative integer, got {cell_hops!r}")
-        if cell_hops < 0:
-            raise ValueError(f"cell_hops must be a non-negative integer, got {cell_hops}")
+        for option, value in (("cell_sweeps", cell_sweeps), ("cell_hops", cell_hops)):
+            if value is None and option == "cell_sweeps":
+                continue
+            if isinstance(value, bool) or not isinstance(value, Integral):
+                raise TypeError(f"{option} must be a non-negative integer, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{option} must be a non-negative integer, got {value}")
         self.pcn = bool(pcn)
         self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
         self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
@@ -249,16 +250,18 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
             self._equi_fn = compile_point_function(
                 model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
             )
-        if self.coordinate_items and (
-            self._equi_fn is None or any(term.direct is None for term in self._terms)
-        ):
-            raise ValueError(
-                "coordinate_items needs EquicorrelatedNormal utilities that the lists read "
-                f"directly (no covariates); {rv.name} is not"
-            )
         direct = self._equi_fn is not None and all(term.direct is not None for term in self._terms)
-        self.cell_sweeps = int(cell_sweeps) if direct else 0
-        self.cell_hops = int(cell_hops) if direct else 0
+        asked = {"coordinate_items": self.coordinate_items, "cell_hops": cell_hops}
+        if cell_sweeps is not None:
+            asked["cell_sweeps"] = cell_sweeps
+        for option, value in asked.items():
+            if value and not direct:
+                raise ValueError(
+                    f"{option} needs EquicorrelatedNormal utilities that the lists read "
+                    f"directly (no covariates); {rv.name} is not"
+                )
+        self.cell_sweeps = int(direct if cell_sweeps is None else cell_sweeps)
+        self.cell_hops = int(cell_hops)
 
     def _prior_draw(self, point):
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))

@@ -226,5 +226,7 @@ def test_cell_sweeps_validated():
         pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=-3)
     covariates = np.eye(3)[:, :1]  # lists read G⁻¹(Φ(U)) + xβ: no cell draws
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1, covariates=covariates)
-    step = pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=2)
-    assert step.cell_sweeps == 0 and step.cell_hops == 0
+    assert pmc.UtilityMetropolis([model["U"]], model=model).cell_sweeps == 0
+    for option in ("cell_sweeps", "cell_hops"):
+        with pytest.raises(ValueError, match=f"{option} needs"):
+            pmc.UtilityMetropolis([model["U"]], model=model, **{option: 1})
