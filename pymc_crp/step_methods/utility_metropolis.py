@@ -364,10 +364,8 @@ class UtilityMetropolis(BlockedStep):
         new_row = old_row + self.rw_scale * self._row_noise(old_row.shape, prior.rho, row)
         if prior.rho is not None:  # closed-form density of the row
             mean, rho, scale = prior.mean[row], prior.rho[row], prior.scale[row]
-            log_prior_ratio = float(
-                equicorrelated_logpdf(new_row, mean, rho, scale)
-                - equicorrelated_logpdf(old_row, mean, rho, scale)
-            )
+            both = equicorrelated_logpdf(np.stack((new_row, old_row)), mean, rho, scale)
+            log_prior_ratio = float(both[0] - both[1])
             utilities[row] = new_row
             new_density = None
         else:
