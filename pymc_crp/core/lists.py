@@ -194,6 +194,11 @@ class ListLikelihoodCache:
     same slot of the same lists. Any entry gives the same ratios, so the values never depend
     on the hint.
 
+    Lists are counted through :class:`~pymc_crp.core.order_memo.OrderMemo` (one per list set,
+    within ``max_bytes``): the ratios of each list under each restricted order ``h[S]`` it was
+    counted under, which serve the list under any order with the same restriction (over many
+    items, a one-item move changes few lists' restrictions, and back and forth).
+
     Proposals that are most likely left again (one-item Metropolis moves) go through
     :meth:`proposal_log_likelihoods`: their lists are counted without a full entry and kept
     compactly (at most a quarter of ``max_bytes``, counted in the bound), so that they do not

@@ -1,4 +1,4 @@
-r"""Count ratios of lists remembered by the list's restricted order.
+r"""Count ratios of lists: short lists counted in rank space, all remembered by restricted order.
 
 A list ``Y`` over the items ``S = \{Y_1, …, Y_m\}`` has count ratios (see
 :func:`~pymc_crp.core.linext_kernels.ratios_kernel`)
@@ -16,10 +16,20 @@ lists keyed by the list's row and its restricted order, coded as the ``m`` words
 .. math:: \mathrm{code}_b = \sum_{c < m} 2^c\, 1\{Y_c \text{ above } Y_b \text{ in } h\},
     \qquad b = 0..m-1
 
-(which determine ``h[S]``: comparability is "above" either way), so that
-:func:`memo_ratios_kernel` counts only lists whose restricted order it has not seen. The memo
-is an open-addressing hash table of fixed capacity, emptied when full (a deterministic
-rule; the ratios never depend on what it holds). Lists of more than 64 items bypass it.
+(``Y_c`` here the items of ``S`` in increasing order, their *ranks*; the words determine
+``h[S]``: comparability is "above" either way), so that :func:`memo_ratios_kernel` counts
+only lists whose restricted order it has not seen. The memo is an open-addressing hash table
+of fixed capacity, emptied when full (a deterministic rule; the ratios never depend on what
+it holds). Lists of more than 64 items bypass it.
+
+Lists of at most :data:`MAX_SMALL_LENGTH` items are counted from the same words, with sets of
+ranks as indices into an array of ``2^m`` counts (no hashing, no bitsets over all ``M``
+items): ``C(T) = \sum_{x \text{ maximal in } T} C(T \setminus x)``, ``C(T) = 1`` for
+``|T| \le 1``, depth first from each ``T_j``. Consecutive lists over the same items share the
+counts (lists over one item set, as when all lists rank the same items, count each set once).
+The counts are integers below ``m! < 2^{53}``, so every sum is exact and the ratios have the
+bits of the general kernel (:func:`~pymc_crp.core.linext_kernels.ratios_kernel`), which
+counts the longer lists.
 
 Compilation: :func:`memo_ratios_kernel` links the counting helpers of
 :mod:`pymc_crp.core.linext_kernels` in; its disk cache does not see edits there, so after such
@@ -246,7 +256,11 @@ def memo_ratios_kernel(
     space (:func:`_small_ratios`; consecutive lists over the same items share the counts),
     longer ones by the general kernel. Returns ``ok`` (False past ``max_states``)."""
     width = lists.shape[1]
-    size = np.int64(1) << min(width, MAX_SMALL_LENGTH)
+    longest = 0  # of the short lists asked for: 2^longest counts
+    for t in range(perm.shape[0]):
+        if longest < lengths[perm[t]] <= MAX_SMALL_LENGTH:
+            longest = lengths[perm[t]]
+    size = np.int64(1) << longest
     cnt = np.empty(size)
     stamp = np.zeros(size, np.int32)
     stack = np.empty(MAX_SMALL_LENGTH * MAX_SMALL_LENGTH + 2, np.int64)
