@@ -12,8 +12,9 @@ cacheable): the memo is plain arrays, and the wrappers always pass the same dtyp
 C-contiguous writable arrays, so each entry point compiles once. Helpers get no Python
 wrappers and, but for the two that allocate, no reference counting (an atomic update
 per array per call). Keep the helpers here: the cache does not see edits elsewhere (the
-sampling entry point of :mod:`pymc_crp.core.linext_sampling` links them in too, so after an
-edit here delete ``pymc_crp/core/__pycache__/linext_sampling*`` as well).
+sampling entry point of :mod:`pymc_crp.core.linext_sampling` and the memo kernel of
+:mod:`pymc_crp.core.order_memo` link them in too, so after an edit here delete
+``pymc_crp/core/__pycache__/linext_sampling*`` and ``order_memo*`` as well).
 
 Sets and orders. A set of items is two uint64 words ``(lo, hi)`` (item ``x`` is bit
 ``x`` of ``lo`` or ``x - 64`` of ``hi``). An order is ``rel``, uint64 ``(4, n)``: rows

@@ -142,20 +142,27 @@ def relation_words(closed: np.ndarray, dual: bool = False) -> np.ndarray:
 def _utility_words(eta, dual):  # pragma: no cover - compiled
     n_orders, n_items, n_dims = eta.shape
     rel = np.zeros((n_orders, 4, n_items), np.uint64)
+    one = np.uint64(1)
     for a in range(n_orders):
         for x in range(n_items):
-            for y in range(n_items):
-                above = True  # y above x: eta[a, y, k] > eta[a, x, k] for every k
+            xbit = one << np.uint64(x % 64)
+            xword = x // 64
+            for y in range(x + 1, n_items):  # each pair once: y above x, or x above y
+                above = True
                 below = True
                 for k in range(n_dims):
-                    above = above and eta[a, y, k] > eta[a, x, k]
-                    below = below and eta[a, x, k] > eta[a, y, k]
-                bit = np.uint64(1) << np.uint64(y % 64)
-                word = y // 64
-                if below if dual else above:
-                    rel[a, word, x] |= bit
-                if above or below:
-                    rel[a, 2 + word, x] |= bit
+                    above &= eta[a, y, k] > eta[a, x, k]
+                    below &= eta[a, x, k] > eta[a, y, k]
+                if not (above or below):
+                    continue
+                ybit = one << np.uint64(y % 64)
+                yword = y // 64
+                rel[a, 2 + yword, x] |= ybit
+                rel[a, 2 + xword, y] |= xbit
+                if below if dual else above:  # y in up[x] (the items below x if dual)
+                    rel[a, yword, x] |= ybit
+                if above if dual else below:  # x in up[y]
+                    rel[a, xword, y] |= xbit
     return rel
 
 

@@ -27,12 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_crp.core import linext_kernels as _linext
 from pymc_crp.core.linext_support import (
     float_binomials,
     loglik_from_ratios,
     utility_relation_words,
 )
+from pymc_crp.core.order_memo import OrderMemo, memo_ratios_kernel
 from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error, validate_rankings
 from pymc_crp.core.restricted_orders import copy_restricted_equal, item_masks
 
@@ -157,11 +157,12 @@ class ListSet:
         self.lengths = np.sum(self.steps >= 0, axis=1).astype(np.int64)
         self.inverse = np.ascontiguousarray(inverse.ravel(), dtype=np.int64)
         self.masks = item_masks(self.steps)
+        self.row_ids = np.arange(self.steps.shape[0], dtype=np.int64)
         digest = hashlib.blake2b(digest_size=16)
         digest.update(np.array([self.top_down, *steps.shape], dtype=np.int64).tobytes())
         digest.update(steps.tobytes())
         self.token = digest.digest()
-        arrays = (self.steps, self.lengths, self.inverse, self.masks)
+        arrays = (self.steps, self.lengths, self.inverse, self.masks, self.row_ids)
         self.nbytes = sum(a.nbytes for a in arrays)
 
 
@@ -193,6 +194,11 @@ class ListLikelihoodCache:
     same slot of the same lists. Any entry gives the same ratios, so the values never depend
     on the hint.
 
+    Lists are counted through :class:`~pymc_crp.core.order_memo.OrderMemo` (one per list set,
+    within ``max_bytes``): the ratios of each list under each restricted order ``h[S]`` it was
+    counted under, which serve the list under any order with the same restriction (over many
+    items, a one-item move changes few lists' restrictions, and back and forth).
+
     Proposals that are most likely left again (one-item Metropolis moves) go through
     :meth:`proposal_log_likelihoods`: their lists are counted without a full entry and kept
     compactly (at most a quarter of ``max_bytes``, counted in the bound), so that they do not
@@ -209,6 +215,8 @@ class ListLikelihoodCache:
         self._last: dict = {}  # (list token, slot) -> key of the order last asked for
         self._pending: dict = {}  # list token -> (key, rows, ratios) of its last proposal
         self._proposals: OrderedDict = OrderedDict()  # key -> (rows, ratios, nbytes)
+        self._memos: OrderedDict = OrderedDict()  # list token -> OrderMemo
+        self.memo_bytes = 0
         self.proposal_bytes = 0
         self.computed = 0  # distinct lists whose ratios were counted
         self.reused = 0  # lists served from an entry
@@ -218,7 +226,7 @@ class ListLikelihoodCache:
     def nbytes(self) -> int:
         """Bytes held: the entries, the kept proposals and the remembered list sets."""
         sets = sum(s.nbytes for _, s in self._sets.values())
-        return self.entry_bytes + self.proposal_bytes + sets
+        return self.entry_bytes + self.proposal_bytes + self.memo_bytes + sets
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -229,6 +237,8 @@ class ListLikelihoodCache:
         self._last.clear()
         self._pending.clear()
         self._proposals.clear()
+        self._memos.clear()
+        self.memo_bytes = 0
         self.proposal_bytes = 0
         self.entry_bytes = 0
 
@@ -364,23 +374,43 @@ class ListLikelihoodCache:
                 return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
         # (a repeated list is counted twice: rare, and cheaper than sorting)
         ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
-        ok = _linext.ratios_kernel(
-            words,
-            list_set.steps[index],
-            lengths,
-            order,
-            np.array([0, n], dtype=np.int64),
-            True,
-            float_binomials(),
-            int(max_states),
-            ratios,
-        )
-        if not ok:
-            raise _limit_error(words.shape[2], max_states)
-        self.computed += n
+        self._count(list_set, words[0], list_set.steps[index], lengths, order, index, ratios,
+                    max_states)  # fmt: skip
         self._pending[list_set.token] = (key, index, ratios)
         self._keep_proposal(key, index, ratios)
         return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+
+    def _count(self, list_set, rel, lists, lengths, perm, row_ids, ratios, max_states) -> None:
+        """Count ratios of lists ``perm`` (rows ``row_ids`` of ``list_set``) of the padded
+        ``lists`` under the order ``rel`` ``(4, M)`` into ``ratios``, through the list set's
+        :class:`~pymc_crp.core.order_memo.OrderMemo` (lists seen before under the same
+        restricted order are not counted again)."""
+        memo = self._order_memo(list_set)
+        ok = memo_ratios_kernel(
+            rel, lists, lengths, perm, row_ids, float_binomials(), int(max_states), ratios,
+            *memo.arrays,
+        )  # fmt: skip
+        if not ok:
+            raise _limit_error(rel.shape[1], max_states)
+        self.computed += perm.size
+
+    def _order_memo(self, list_set) -> OrderMemo:
+        """The restricted-order memo of ``list_set``: each within a sixteenth of ``max_bytes``,
+        all within an eighth (the oldest evicted), entries evicted to keep the bound."""
+        memo = self._memos.get(list_set.token)
+        if memo is not None:
+            self._memos.move_to_end(list_set.token)
+            return memo
+        memo = OrderMemo(*list_set.steps.shape, self.max_bytes // 16)
+        while self._memos and self.memo_bytes + memo.nbytes > self.max_bytes // 8:
+            self.memo_bytes -= self._memos.popitem(last=False)[1].nbytes
+        self._memos[list_set.token] = memo
+        self.memo_bytes += memo.nbytes
+        while self._entries and self.entry_bytes + self.proposal_bytes + self.memo_bytes > (
+            self.max_bytes
+        ):
+            self.entry_bytes -= self._entries.popitem(last=False)[1].nbytes
+        return memo
 
     def _keep_proposal(self, key, index, ratios) -> None:
         """Remember the ratios of a proposal's lists (sorted by row), bounded by a quarter of
@@ -457,7 +487,7 @@ class ListLikelihoodCache:
         entry = self._entries.get(key)
         if entry is None:
             entry = _Entry(list_set, len(key[1]))
-            room = self.max_bytes - self.proposal_bytes  # proposals: at most a quarter
+            room = self.max_bytes - self.proposal_bytes - self.memo_bytes  # the others: 3/8
             if entry.nbytes <= room:
                 while self._entries and self.entry_bytes + entry.nbytes > room:
                     self.entry_bytes -= self._entries.popitem(last=False)[1].nbytes
@@ -492,21 +522,9 @@ class ListLikelihoodCache:
                 missing = missing[~entry.done[missing]]
             self.copied += copied
         if missing.size:
-            ok = _linext.ratios_kernel(
-                words[slot : slot + 1],
-                list_set.steps,
-                list_set.lengths,
-                missing,
-                np.array([0, missing.size], dtype=np.int64),
-                True,
-                float_binomials(),
-                int(max_states),
-                entry.ratios,
-            )
-            if not ok:
-                raise _limit_error(words.shape[2], max_states)
+            self._count(list_set, words[slot], list_set.steps, list_set.lengths, missing,
+                        list_set.row_ids, entry.ratios, max_states)  # fmt: skip
             entry.done[missing] = True
-        self.computed += missing.size
         self.reused += needed.size - n_missing
         return entry
 

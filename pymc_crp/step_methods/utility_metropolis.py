@@ -29,7 +29,7 @@ Metropolis moves that recompute only the lists they touch:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from numbers import Integral
 
 import numpy as np
@@ -45,7 +45,7 @@ from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
-    equicorrelated_logpdf,
+    equicorrelated_log_ratio,
 )
 from pymc_crp.roles import find_model
 from pymc_crp.step_methods.list_terms import (
@@ -80,6 +80,7 @@ class _SlotPrior:
     scale: np.ndarray | None = None
     absent_draw: np.ndarray | None = None
     density: np.ndarray | None = None
+    constants: dict = field(default_factory=dict)  # of equicorrelated_log_ratio
 
 
 @dataclass
@@ -400,9 +401,8 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         new_row = old_row + self.rw_scale * self._row_noise(old_row.shape, prior.rho, row)
         if prior.rho is not None:  # closed-form density of the row
             mean, rho, scale = prior.mean[row], prior.rho[row], prior.scale[row]
-            log_prior_ratio = float(
-                equicorrelated_logpdf(new_row, mean, rho, scale)
-                - equicorrelated_logpdf(old_row, mean, rho, scale)
+            log_prior_ratio = equicorrelated_log_ratio(
+                new_row, old_row, mean, rho, scale, prior.constants
             )
             utilities[row] = new_row
             new_density = None

@@ -328,3 +328,22 @@ def test_cache_entries_left_by_a_step_are_exact():
     padded = term.lists
     expected = list_log_likelihoods_stacked(closed, padded, np.sum(padded >= 0, axis=1), labels, p)
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 9])
+def test_row_log_ratio_has_the_bits_of_the_stacked_density(k):
+    """The item moves' prior ratio repeats equicorrelated_logpdf's arithmetic exactly."""
+    from pymc_crp.distributions.equicorrelated_normal import (
+        equicorrelated_log_ratio,
+        equicorrelated_logpdf,
+    )
+
+    rng = np.random.default_rng(k)
+    constants = {}
+    for _ in range(2000):
+        new, old, mu = (rng.standard_normal(k) * 10.0 ** rng.integers(-2, 3) for _ in range(3))
+        rho = np.float64(rng.choice([0.0, rng.uniform(0, 1), 1 - 1e-9]))
+        scale = np.float64(10.0 ** rng.uniform(-2, 2))
+        both = equicorrelated_logpdf(np.stack((new, old)), mu, rho, scale)
+        got = equicorrelated_log_ratio(new, old, mu, rho, scale, constants)
+        assert got == float(both[0] - both[1])

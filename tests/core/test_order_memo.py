@@ -1,0 +1,121 @@
+"""Count ratios through the restricted-order memo (pymc_crp.core.order_memo) against brute
+force and the general kernel."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pymc_crp.core import linext_kernels as K
+from pymc_crp.core.linext_support import float_binomials, utility_relation_words
+from pymc_crp.core.lists import ListSet
+from pymc_crp.core.order_memo import MAX_SMALL_LENGTH, OrderMemo, memo_ratios_kernel
+
+
+def _extensions(items, above) -> int:
+    """Linear extensions of the order ``above`` (set of pairs ``(y, x)``: y above x) on
+    ``items``, by enumerating the permutations (best first)."""
+    return sum(
+        all(perm.index(y) < perm.index(x) for y, x in above if x in perm and y in perm)
+        for perm in itertools.permutations(items)
+    )
+
+
+def _brute_ratios(eta, lst):
+    """``1{Y_j maximal in T_j} e(T_j - Y_j) / e(T_j)`` by enumeration (``eta``: utilities;
+    ``y`` above ``x`` iff ``eta[y] > eta[x]`` in every dimension)."""
+    above = {(y, x) for y in lst for x in lst if y != x and np.all(eta[y] > eta[x])}
+    out = []
+    for j in range(len(lst) - 1):
+        rest = lst[j:]
+        top = lst[j]
+        if any((y, top) in above for y in rest):
+            out.append(0.0)
+            continue
+        out.append(_extensions(rest[1:], above) / _extensions(rest, above))
+    return np.array(out)
+
+
+def _lists(rng, n_lists, n_items, width, min_len=1):
+    padded = np.full((n_lists, width), -1, dtype=np.int64)
+    for i in range(n_lists):
+        m = int(rng.integers(min_len, width + 1))
+        padded[i, :m] = rng.choice(n_items, size=m, replace=False)
+    return padded
+
+
+def _memo_ratios(rel, list_set, memo, perm=None):
+    perm = np.arange(list_set.steps.shape[0]) if perm is None else perm
+    out = np.full((list_set.steps.shape[0], max(list_set.steps.shape[1] - 1, 0)), np.nan)
+    args = (list_set.steps, list_set.lengths, perm, list_set.row_ids, float_binomials(), 10**7)
+    assert memo_ratios_kernel(rel, *args, out, *memo.arrays)
+    return out
+
+
+def test_memo_ratios_equal_brute_force():
+    rng = np.random.default_rng(0)
+    n_items = 80
+    eta = rng.standard_normal((n_items, 2))
+    padded = _lists(rng, 60, n_items, 6)
+    list_set = ListSet(padded)
+    got = _memo_ratios(utility_relation_words(eta[None])[0], list_set, OrderMemo(60, 6, 2**20))
+    for row in range(list_set.steps.shape[0]):
+        n = list_set.lengths[row]
+        want = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
+        np.testing.assert_allclose(got[row, : n - 1], want, rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize(("n_items", "width"), [(10, 10), (120, 10), (40, MAX_SMALL_LENGTH + 2)])
+def test_memo_ratios_equal_the_general_kernel_bit_for_bit(n_items, width):
+    """Short lists (rank space), long lists (general kernel), lists over the same items."""
+    rng = np.random.default_rng(n_items + width)
+    padded = _lists(rng, 150, n_items, width, min_len=width // 2)
+    list_set = ListSet(padded)
+    memo = OrderMemo(*list_set.steps.shape, 2**20)
+    for _ in range(3):
+        rel = utility_relation_words(rng.standard_normal((1, n_items, 3)))
+        perm = np.sort(rng.choice(list_set.steps.shape[0], size=100, replace=False))
+        want = np.full((list_set.steps.shape[0], width - 1), np.nan)
+        ok = K.ratios_kernel(
+            rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
+            float_binomials(), 10**7, want,
+        )  # fmt: skip
+        assert ok
+        for _ in range(2):  # counted, then from the memo
+            got = _memo_ratios(rel[0], list_set, memo, perm)
+            for row in perm:
+                n = list_set.lengths[row] - 1
+                np.testing.assert_array_equal(got[row, :n], want[row, :n])
+    assert memo.meta[1] > 0 and memo.meta[2] > 0  # hits and misses
+
+
+def test_memo_serves_lists_whose_restricted_order_is_unchanged():
+    rng = np.random.default_rng(5)
+    n_items = 60
+    padded = _lists(rng, 40, n_items, 8, min_len=8)
+    list_set = ListSet(padded)
+    memo = OrderMemo(*list_set.steps.shape, 2**20)
+    eta = rng.standard_normal((n_items, 2))
+    first = _memo_ratios(utility_relation_words(eta[None])[0], list_set, memo)
+    moved = eta.copy()
+    moved[list_set.steps[0, 0]] += 5.0  # one item moves: lists without it are unchanged
+    hits = memo.meta[1]
+    second = _memo_ratios(utility_relation_words(moved[None])[0], list_set, memo)
+    unchanged = ~np.any(list_set.steps == list_set.steps[0, 0], axis=1)
+    assert memo.meta[1] - hits >= unchanged.sum()
+    np.testing.assert_array_equal(second[unchanged], first[unchanged])
+    fresh = _memo_ratios(utility_relation_words(moved[None])[0], list_set, OrderMemo(40, 8, 0))
+    np.testing.assert_array_equal(second, fresh)  # no memo (capacity 0): the same ratios
+
+
+def test_memo_is_emptied_when_full_and_stays_exact():
+    rng = np.random.default_rng(8)
+    padded = _lists(rng, 30, 20, 5, min_len=5)
+    list_set = ListSet(padded)
+    memo = OrderMemo(*list_set.steps.shape, 16 * (8 * 6 + 8 * 4 + 8))  # 16 entries
+    assert memo.vals.shape[0] == 16
+    for _ in range(5):
+        rel = utility_relation_words(rng.standard_normal((1, 20, 2)))[0]
+        got = _memo_ratios(rel, list_set, memo)
+        np.testing.assert_array_equal(got, _memo_ratios(rel, list_set, OrderMemo(30, 5, 0)))
+    assert memo.meta[3] > 0
