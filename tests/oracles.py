@@ -362,13 +362,16 @@ def total_order_list_lik(perm, y, p: float) -> float:
     return lik
 
 
-def exact_clustered_total_orders(lists, n_items: int, p: float, theta: float, d: float = 0.0):
+def exact_clustered_total_orders(
+    lists, n_items: int, p: float, theta: float, d: float = 0.0, power: float = 1.0
+):
     """Lists clustered by a Pitman--Yor CRP, each cluster a uniformly random total order
     (``n_dims = 1`` with exchangeable items): co-clustering matrix and ``P(K = k)``
-    (index ``k``) by enumeration of partitions and orders."""
+    (index ``k``) by enumeration of partitions and orders. ``power``: the target is the prior
+    times the likelihood to this power (tempered posterior; 0 gives the prior)."""
     n = len(lists)
     perms = list(itertools.permutations(range(n_items)))
-    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists]) ** power
     co = np.zeros((n, n))
     k_dist = np.zeros(n + 1)
     total = 0.0

@@ -1,0 +1,263 @@
+"""ReplicaExchange and the likelihood temperature of the steps, against enumeration.
+
+Oracle (tests/oracles.py, ``exact_clustered_total_orders`` with a likelihood ``power``):
+5 lists over 3 items, ``n_dims = 1`` and independent slot utilities (``τ = 0``), so each
+cluster's order is a uniformly random total order; the tempered posterior (prior × L^β) over
+partitions is a finite sum over set partitions and orders.
+"""
+
+import itertools
+import math
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import exact_clustered_total_orders, total_order_list_lik
+
+import pymc_crp as pmc
+from pymc_crp.step_methods.replica_exchange import geometric_ladder, swap_log_ratio
+
+P_NOISE = 0.15
+LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
+N_LISTS, N_ITEMS, N_SLOTS = len(LISTS), 3, 6
+
+
+def tiny_model():
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=N_SLOTS, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_SLOTS, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+    return model
+
+
+def label_step(model):
+    """The labels' step (the custom model records no roles, so it is given explicitly)."""
+    return pmc.PartialOrderLabelGibbs([model["z"]], n_aux=2, merge_split=3, anneal=0)
+
+
+def sample(model, step, draws, seed, **kwargs):
+    with model:
+        idata = pm.sample(
+            draws,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            step=step,
+            progressbar=False,
+            compute_convergence_checks=False,
+            **kwargs,
+        )
+    return idata
+
+
+def mismatches(z, co, k_dist, k=4.5, floor=0.01):
+    """Quantities whose posterior mean is further than ``k`` MCSE (+ floor) from the oracle."""
+    bad = []
+    for i, j in itertools.combinations(range(N_LISTS), 2):
+        ind = (z[..., i] == z[..., j]).astype(float)
+        if abs(ind.mean() - co[i, j]) > k * float(np.ravel(az.mcse(ind))[0]) + floor:
+            bad.append((i, j, ind.mean(), co[i, j]))
+    n_clusters = np.array([[len(np.unique(r)) for r in chain] for chain in z])
+    for c in range(1, N_LISTS + 1):
+        ind = (n_clusters == c).astype(float)
+        mcse = float(np.ravel(az.mcse(ind))[0]) if ind.std() > 0 else 0.0
+        if abs(ind.mean() - k_dist[c]) > k * mcse + floor:
+            bad.append(("K", c, ind.mean(), k_dist[c]))
+    return bad
+
+
+def oracle(power):
+    return exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0, power=power)
+
+
+# --------------------------------------------------------------------------------------------
+# Exactness
+# --------------------------------------------------------------------------------------------
+def test_tempered_steps_sample_prior_times_likelihood_to_the_power():
+    """The label and utility steps at ``likelihood_temperature = 0.5`` (no exchanges) have
+    the stationary distribution prior × L^0.5."""
+    model = tiny_model()
+    with model:
+        steps = [label_step(model), pmc.UtilityMetropolis([model["U"]])]
+    for step in steps:
+        step.likelihood_temperature = 0.5
+    z = sample(model, steps, 2500, seed=3).posterior["z"].values
+    assert not mismatches(z, *oracle(0.5))
+    assert mismatches(z, *oracle(1.0))  # power against the untempered posterior
+
+
+@pytest.mark.slow  # ~12 s
+def test_coordinate_draws_are_tempered():
+    """The exact coordinate Gibbs draws of the utilities alone, at ``β = 0.3``."""
+    model = tiny_model()
+    with model:
+        steps = [
+            label_step(model),
+            pmc.UtilityMetropolis([model["U"]], item_sweeps=0, pcn=False, coordinate_items=-1),
+        ]
+    for step in steps:
+        step.likelihood_temperature = 0.3
+    z = sample(model, steps, 2000, seed=4).posterior["z"].values
+    assert not mismatches(z, *oracle(0.3))
+    assert mismatches(z, *oracle(1.0))
+
+
+@pytest.fixture(scope="module")
+def replica_run():
+    model = tiny_model()
+    with model:
+        step = pmc.ReplicaExchange(betas=[1.0, 0.4, 0.1], steps=lambda: [label_step(model)])
+    return sample(model, step, 2000, seed=5)
+
+
+def test_cold_chain_matches_the_posterior(replica_run):
+    z = replica_run.posterior["z"].values
+    assert not mismatches(z, *oracle(1.0))
+    assert mismatches(z, *oracle(0.4))  # not the tempered one
+
+
+def test_stats(replica_run):
+    stats = replica_run.sample_stats
+    for name in ("swap_accepted_0", "swap_accepted_1", "swap_rate", "cold_loglik"):
+        assert name in stats
+    a0, a1 = stats["swap_accepted_0"].values, stats["swap_accepted_1"].values
+    # Even-odd scheme: pair 0 at even iterations, pair 1 at odd ones.
+    assert np.all(np.isnan(a0) != np.isnan(a1))
+    assert 0.05 < np.nanmean(a0) < 1.0 and 0.05 < np.nanmean(a1) < 1.0
+    rate = stats["swap_rate"].values
+    assert np.all((rate >= 0) & (rate <= 1))
+    assert np.all(np.isfinite(stats["cold_loglik"].values))
+    assert np.all(stats["cold_loglik"].values < 0)
+
+
+def test_cold_loglik_is_the_lists_loglik(replica_run):
+    model = tiny_model()
+    logp = model.compile_logp(vars=[model["y"]], jacobian=False)
+    post = replica_run.posterior
+    for c, d in ((0, 0), (1, 1000), (1, 1999)):
+        point = {"z": post["z"].values[c, d], "U": post["U"].values[c, d]}
+        got = float(replica_run.sample_stats["cold_loglik"].values[c, d])
+        assert got == pytest.approx(float(logp(point)), rel=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
+# The exchange, the ladder and bad input
+# --------------------------------------------------------------------------------------------
+def test_swap_log_ratio():
+    assert swap_log_ratio(1.0, 0.5, -10.0, -12.0) == pytest.approx(0.5 * -2.0)
+    assert swap_log_ratio(1.0, 0.5, -12.0, -10.0) == pytest.approx(1.0)
+    assert swap_log_ratio(0.3, 0.0, -5.0, -1.0) == pytest.approx(0.3 * 4.0)
+    # The exchange moves the better-fitting state to the colder temperature for sure.
+    assert swap_log_ratio(1.0, 0.2, -math.inf, -3.0) == math.inf
+    assert swap_log_ratio(1.0, 0.2, -3.0, -math.inf) == -math.inf
+    assert swap_log_ratio(1.0, 0.2, -math.inf, -math.inf) == 0.0
+    # min(1, r) equals the ratio of the product targets before and after the exchange.
+    bi, bj, li, lj = 0.9, 0.35, -7.5, -4.25
+    before, after = bi * li + bj * lj, bi * lj + bj * li
+    assert swap_log_ratio(bi, bj, li, lj) == pytest.approx(after - before)
+
+
+def test_swap_acceptance_frequency():
+    """With the replicas' steps fixed in place (identity moves), the accepted fraction of
+    exchanges is min(1, exp((β_0 - β_1)(ℓ_1 - ℓ_0)))."""
+    model = tiny_model()
+    with model:
+        step = pmc.ReplicaExchange(betas=[1.0, 0.3], steps=lambda: [label_step(model)])
+    step.set_rng(np.random.default_rng(0))
+    step._replicas = [_Identity() for _ in step._replicas]
+    cold = {"z": np.zeros(N_LISTS, dtype=np.int64), "U": np.zeros((N_SLOTS, N_ITEMS, 1))}
+    cold["U"][0, :, 0] = [2.0, 1.0, 0.0]  # order 0 > 1 > 2
+    hot = {"z": cold["z"].copy(), "U": cold["U"].copy()}
+    hot["U"][0, :, 0] = [2.0, 0.0, 1.0]  # order 0 > 2 > 1
+    lls = [float(step._loglik_fn(p)) for p in (cold, hot)]
+    for ll, perm in zip(lls, [(0, 1, 2), (0, 2, 1)], strict=True):
+        assert ll == pytest.approx(
+            sum(math.log(total_order_list_lik(perm, y, P_NOISE)) for y in LISTS)
+        )
+    expected = min(1.0, math.exp(swap_log_ratio(1.0, 0.3, *lls)))
+    accepted = []
+    for _ in range(4000):
+        step._iteration, step._hot_points = 0, [dict(hot)]
+        _, (stats,) = step.step(dict(cold))
+        accepted.append(stats["swap_accepted_0"])
+        assert stats["swap_rate"] == pytest.approx(expected)
+    assert 0.05 < expected < 0.95
+    assert abs(np.mean(accepted) - expected) < 4.5 * math.sqrt(expected * (1 - expected) / 4000)
+
+
+class _Identity:
+    def step(self, point):
+        return point, [{}]
+
+
+def test_geometric_ladder():
+    np.testing.assert_allclose(geometric_ladder(3, 0.25), [1.0, 0.5, 0.25])
+    assert geometric_ladder(4)[0] == 1.0 and geometric_ladder(4)[-1] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    "betas",
+    [[1.0, 1.0, 0.5], [1.0, 0.2, 0.5], [0.9, 0.5], [1.0, -0.1], [1.0, 0.5, np.nan], [1.0], 1.0],
+)
+def test_bad_betas(betas):
+    model = tiny_model()
+    with model, pytest.raises(ValueError, match="betas"):
+        pmc.ReplicaExchange(betas=betas, steps=lambda: [label_step(model)])
+
+
+def test_bad_arguments():
+    model = tiny_model()
+    with model:
+        for n_temps in (1, 2.5, True):
+            with pytest.raises(ValueError, match="n_temps"):
+                pmc.ReplicaExchange(n_temps=n_temps)
+        with pytest.raises(ValueError, match="min_beta"):
+            pmc.ReplicaExchange(min_beta=1.0)
+        with pytest.raises(ValueError, match="all the model's free variables"):
+            pmc.ReplicaExchange([model["U"]], steps=lambda: [label_step(model)])
+    with pm.Model():
+        pm.Normal("x", 0.0, 1.0, observed=[0.1])
+        pm.Normal("mu", 0.0, 1.0)
+        with pytest.raises(ValueError, match="PartialOrderLists"):
+            pmc.ReplicaExchange()
+
+
+def test_steps_without_temperature_upstream_of_the_lists_are_refused():
+    """CRPGibbs on the labels (the default of a custom model) and, with covariates, PyMC's
+    sampler of the covariate effects ``beta`` cannot be tempered."""
+    model = tiny_model()
+    with model, pytest.raises(ValueError, match="CRPGibbs assigned to z"):
+        pmc.ReplicaExchange()
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
+    covariates = np.eye(3)[:, :1]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, covariates=covariates)
+    with model, pytest.raises(ValueError, match="does not take a likelihood temperature"):
+        pmc.ReplicaExchange()
+
+
+def test_builder_model_assigns_tempered_steps():
+    """In a model of ``clustered_partial_orders`` every step that evaluates the lists takes
+    the replica's temperature; the others (U0, α) target list-free conditionals."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2)
+    with model:
+        step = pmc.ReplicaExchange(betas=[1.0, 0.5, 0.0])
+    for compound, beta in zip(step._replicas, (1.0, 0.5, 0.0), strict=True):
+        leaves = {}
+        for leaf in _leaves(compound):
+            leaves.setdefault(type(leaf), []).append(getattr(leaf, "likelihood_temperature", None))
+        assert leaves[pmc.PartialOrderLabelGibbs] == [beta]
+        assert leaves[pmc.UtilityMetropolis] == [beta]
+        assert leaves[pmc.NonCentredHyperparameterMetropolis] == [beta, beta]  # rho, tau
+        assert leaves[pmc.HyperparameterMetropolis] == [beta]  # p
+        assert leaves[pmc.UtilityMeanGibbs] == [None]
+        assert leaves[pmc.ConcentrationGibbs] == [None]
+
+
+def _leaves(step):
+    methods = getattr(step, "methods", None)
+    if methods is None:
+        return [step]
+    return [leaf for m in methods for leaf in _leaves(m)]
