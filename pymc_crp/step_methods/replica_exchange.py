@@ -98,6 +98,10 @@ def _clone(step):
     return cloudpickle.loads(cloudpickle.dumps(step))
 
 
+def _own_copy(point: dict) -> dict:
+    return {name: np.array(value, copy=True) for name, value in point.items()}
+
+
 def _leaf_steps(step) -> list:
     if isinstance(step, CompoundStep):
         return [leaf for method in step.methods for leaf in _leaf_steps(method)]
@@ -298,7 +302,7 @@ class ReplicaExchange(BlockedStep):
     def step(self, point):
         n_temps = len(self._replicas)
         if self._hot_points is None:  # all replicas start where the cold chain starts
-            self._hot_points = [dict(point) for _ in range(n_temps - 1)]
+            self._hot_points = [_own_copy(point) for _ in range(n_temps - 1)]
         points = [dict(point), *self._hot_points]
         logliks = np.empty(n_temps)
         warning = None
@@ -317,7 +321,8 @@ class ReplicaExchange(BlockedStep):
                 points[i], points[i + 1] = points[i + 1], points[i]
                 logliks[i], logliks[i + 1] = logliks[i + 1], logliks[i]
         self._iteration += 1
-        self._hot_points = points[1:]
+        # Own arrays: PyMC's parallel sampler writes the chain's point in place.
+        self._hot_points = [_own_copy(p) for p in points[1:]]
         stats = {
             **dict(zip(self._swap_names, accepted.tolist(), strict=True)),
             "swap_rate": float(np.mean(probabilities)) if probabilities else np.nan,
