@@ -1,8 +1,9 @@
 """Replica exchange against the default sampler of the clustered partial-order model.
 
-Simulated full rankings of 10 items from 5 planted partial orders (``po_convergence.simulate``),
-``clustered_partial_orders(n_dims=3)``. Both variants run ``pm.sample`` with the same seed,
-chains, tuning and draws and the same label step settings; the second gives
+Simulated full rankings of 10 items from 5 planted partial orders (``po_convergence.simulate``)
+or the demo's witness lists, ``clustered_partial_orders(n_dims=3)``. Both variants run
+``pm.sample`` with the same seed, chains, tuning and draws and the same label step settings;
+the second gives
 ``step=pmc.ReplicaExchange(...)``. Printed per variant: seconds of sampling, rank-normalised
 R-hat and bulk ESS of the number of clusters, the partition entropy and the lists'
 log-likelihood, the exchange acceptance rate of each adjacent pair; then the ratios
@@ -10,6 +11,7 @@ replica exchange / default measured in this run (seconds, ESS, ESS per second).
 
     python benchmarks/replica_exchange.py                      # 100 lists, 2 x (300 + 300)
     python benchmarks/replica_exchange.py --temps 4 --min-beta 0.3
+    python benchmarks/replica_exchange.py --demo --tune 500 --draws 500
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import pymc_crp as pmc  # noqa: E402
 QUANTITIES = ("n_clusters", "entropy", "loglik")
 
 
-def run(lists, args, tempered):
-    model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
+def run(lists, n_items, args, tempered):
+    model = pmc.models.clustered_partial_orders(lists, n_items, n_dims=3)
 
     def label_steps():
         return [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=args.anneal)]
@@ -84,14 +86,23 @@ def main():
     parser.add_argument("--temps", type=int, default=4)
     parser.add_argument("--min-beta", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--demo", action="store_true", help="the demo's 15 witness lists")
     args = parser.parse_args()
-    lists, _ = simulate(args.lists, np.random.default_rng(args.seed))
+    if args.demo:
+        data = pmc.datasets.load_witness_lists()
+        lists, n_items = data.lists, data.n_items
+        what = f"the demo's {len(lists)} witness lists over {n_items} items"
+    else:
+        lists, n_items = simulate(args.lists, np.random.default_rng(args.seed))[0], 10
+        what = f"{args.lists} full rankings of 10 items, 5 planted orders"
     print(
-        f"{args.lists} full rankings of 10 items, 5 planted orders; {args.chains} chains x "
+        f"{what}; {args.chains} chains x "
         f"({args.tune} tune + {args.draws} draws), cores={args.cores}, anneal={args.anneal}; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
-    results = {name: run(lists, args, name != "default") for name in ("default", "replicas")}
+    results = {
+        name: run(lists, n_items, args, name != "default") for name in ("default", "replicas")
+    }
     ladder = pmc.step_methods.replica_exchange.geometric_ladder(args.temps, args.min_beta)
     print(f"replicas: betas {np.round(ladder, 3).tolist()}")
     for name, res in results.items():

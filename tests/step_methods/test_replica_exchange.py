@@ -13,7 +13,11 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from oracles import exact_clustered_total_orders, total_order_list_lik
+from oracles import (
+    exact_clustered_total_orders,
+    exact_clustered_total_orders_random_noise,
+    total_order_list_lik,
+)
 
 import pymc_crp as pmc
 from pymc_crp.step_methods.replica_exchange import geometric_ladder, swap_log_ratio
@@ -23,17 +27,29 @@ LISTS = [[0, 1, 2], [0, 1, 2], [0, 2], [2, 1, 0], [2, 1]]
 N_LISTS, N_ITEMS, N_SLOTS = len(LISTS), 3, 6
 
 
-def tiny_model():
+def tiny_model(random_noise=False):
+    """``z ~ CRP(1)``, slot utilities ``N(0, 1)`` (one dimension), the lists; the noise is
+    ``P_NOISE`` or ``p ~ Beta(1, 9)``."""
     with pm.Model() as model:
         z = pmc.CRP("z", 1.0, max_clusters=N_SLOTS, n=N_LISTS)
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_SLOTS, N_ITEMS, 1)), rho=0.0)
-        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        p = pm.Beta("p", 1.0, 9.0) if random_noise else P_NOISE
+        pmc.PartialOrderLists("y", u, z, p, observed=LISTS)
     return model
 
 
 def label_step(model):
     """The labels' step (the custom model records no roles, so it is given explicitly)."""
     return pmc.PartialOrderLabelGibbs([model["z"]], n_aux=2, merge_split=3, anneal=0)
+
+
+def given_steps(model):
+    """Steps given explicitly: the labels' and, with a random noise, ``p``'s (PyMC would
+    assign NUTS, which takes no temperature)."""
+    steps = [label_step(model)]
+    if "p" in model.named_vars:
+        steps.append(pmc.HyperparameterMetropolis([model["p"]]))
+    return steps
 
 
 def sample(model, step, draws, seed, **kwargs):
@@ -75,17 +91,43 @@ def oracle(power):
 # --------------------------------------------------------------------------------------------
 # Exactness
 # --------------------------------------------------------------------------------------------
+def noise_mismatch(idata, mean_p, k=4.5, floor=0.002):
+    """Whether the posterior mean of ``p`` is further than ``k`` MCSE (+ floor) from the
+    oracle's."""
+    draws = idata.posterior["p"].values
+    return abs(draws.mean() - mean_p) > k * float(np.ravel(az.mcse(draws))[0]) + floor
+
+
 def test_tempered_steps_sample_prior_times_likelihood_to_the_power():
-    """The label and utility steps at ``likelihood_temperature = 0.5`` (no exchanges) have
-    the stationary distribution prior × L^0.5."""
-    model = tiny_model()
+    """The label, utility and noise steps at ``likelihood_temperature = 0.5`` (no exchanges)
+    have the stationary distribution prior × L^0.5 (``p ~ Beta(1, 9)`` integrated out)."""
+    model = tiny_model(random_noise=True)
     with model:
-        steps = [label_step(model), pmc.UtilityMetropolis([model["U"]])]
+        steps = [*given_steps(model), pmc.UtilityMetropolis([model["U"]])]
     for step in steps:
         step.likelihood_temperature = 0.5
-    z = sample(model, steps, 2500, seed=3).posterior["z"].values
-    assert not mismatches(z, *oracle(0.5))
-    assert mismatches(z, *oracle(1.0))  # power against the untempered posterior
+    idata = sample(model, steps, 2500, seed=3)
+    z = idata.posterior["z"].values
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(
+        LISTS, N_ITEMS, 1.0, 9.0, 1.0, power=0.5
+    )
+    assert not mismatches(z, co, k_dist)
+    assert not noise_mismatch(idata, mean_p)
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(LISTS, N_ITEMS, 1.0, 9.0, 1.0)
+    assert mismatches(z, co, k_dist)  # power against the untempered posterior
+    assert noise_mismatch(idata, mean_p)
+
+
+@pytest.mark.slow  # ~40 s
+def test_cold_chain_with_random_noise_matches_the_posterior():
+    """Exchanges with the noise ``p ~ Beta(1, 9)`` sampled (tempered in the hot replicas)."""
+    model = tiny_model(random_noise=True)
+    with model:
+        step = pmc.ReplicaExchange(betas=[1.0, 0.5, 0.2], steps=lambda: given_steps(model))
+    idata = sample(model, step, 2500, seed=8)
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(LISTS, N_ITEMS, 1.0, 9.0, 1.0)
+    assert not mismatches(idata.posterior["z"].values, co, k_dist)
+    assert not noise_mismatch(idata, mean_p)
 
 
 @pytest.mark.slow  # ~12 s
