@@ -303,3 +303,36 @@ def _leaves(step):
     if methods is None:
         return [step]
     return [leaf for m in methods for leaf in _leaves(m)]
+
+
+@pytest.mark.slow  # ~2 min
+def test_built_model_cold_chain_agrees_with_the_default_sampler():
+    """``clustered_partial_orders`` (``n_dims = 2``: ``ρ``, ``τ``, ``U0``, ``p``, ``α`` all
+    sampled, no enumeration oracle): the cold chain and the default sampler agree on the
+    co-clustering, ``K`` and the hyperparameters within 4.5 combined standard errors."""
+
+    def summaries(tempered, seed):
+        model = pmc.models.clustered_partial_orders(LISTS, N_ITEMS, n_dims=2)
+        with model:
+
+            def steps():
+                return [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=50)]
+
+            step = pmc.ReplicaExchange(betas=[1.0, 0.5, 0.2], steps=steps) if tempered else steps()
+        post = sample(model, step, 1500, seed).posterior
+        z = post["cluster"].values
+        out = {
+            f"co{i}{j}": (z[..., i] == z[..., j]).astype(float)
+            for i, j in itertools.combinations(range(N_LISTS), 2)
+        }
+        out["K"] = np.array([[len(np.unique(r)) for r in chain] for chain in z], dtype=float)
+        out.update({v: post[v].values for v in ("p", "tau", "rho", "alpha")})
+        return {k: (v.mean(), float(np.ravel(az.mcse(v))[0])) for k, v in out.items()}
+
+    default, replicas = summaries(False, 11), summaries(True, 12)
+    far = {
+        k: (default[k][0], replicas[k][0])
+        for k in default
+        if abs(default[k][0] - replicas[k][0]) > 4.5 * np.hypot(default[k][1], replicas[k][1])
+    }
+    assert not far
