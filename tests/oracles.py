@@ -362,13 +362,16 @@ def total_order_list_lik(perm, y, p: float) -> float:
     return lik
 
 
-def exact_clustered_total_orders(lists, n_items: int, p: float, theta: float, d: float = 0.0):
+def exact_clustered_total_orders(
+    lists, n_items: int, p: float, theta: float, d: float = 0.0, power: float = 1.0
+):
     """Lists clustered by a Pitman--Yor CRP, each cluster a uniformly random total order
     (``n_dims = 1`` with exchangeable items): co-clustering matrix and ``P(K = k)``
-    (index ``k``) by enumeration of partitions and orders."""
+    (index ``k``) by enumeration of partitions and orders. ``power``: the target is the prior
+    times the likelihood to this power (tempered posterior; 0 gives the prior)."""
     n = len(lists)
     perms = list(itertools.permutations(range(n_items)))
-    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists]) ** power
     co = np.zeros((n, n))
     k_dist = np.zeros(n + 1)
     total = 0.0
@@ -399,3 +402,35 @@ def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws
         column = x[:, pattern[:, k], k]
         kept &= np.all(column[:, 1:] > column[:, :-1], axis=1)
     return x[kept].mean(axis=0), x[kept].std(axis=0), int(kept.sum())
+
+
+def exact_clustered_total_orders_random_noise(
+    lists, n_items: int, a: float, b: float, theta: float, power: float = 1.0, n_grid: int = 400
+):
+    """As :func:`exact_clustered_total_orders` (``d = 0``) with ``p ~ Beta(a, b)`` instead of a
+    fixed noise, integrated out on a midpoint grid of ``n_grid`` points: co-clustering matrix,
+    ``P(K = k)`` and the posterior mean of ``p``."""
+    n = len(lists)
+    perms = list(itertools.permutations(range(n_items)))
+    grid = (np.arange(n_grid) + 0.5) / n_grid
+    log_beta = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    prior = np.exp((a - 1) * np.log(grid) + (b - 1) * np.log1p(-grid) - log_beta) / n_grid
+    # lik[g, i, s]: list i under order s at noise grid[g], to the power
+    lik = (
+        np.array([[[total_order_list_lik(s, y, p) for s in perms] for y in lists] for p in grid])
+        ** power
+    )
+    co = np.zeros((n, n))
+    k_dist = np.zeros(n + 1)
+    total = mean_p = 0.0
+    for blocks in set_partitions(n):
+        per_p = prior * eppf([len(b) for b in blocks], theta, 0.0)
+        for block in blocks:
+            per_p = per_p * np.mean(np.prod(lik[:, block, :], axis=1), axis=1)
+        weight = float(per_p.sum())
+        total += weight
+        mean_p += float(np.sum(per_p * grid))
+        k_dist[len(blocks)] += weight
+        for block in blocks:
+            co[np.ix_(block, block)] += weight
+    return co / total, k_dist / total, mean_p / total

@@ -3,7 +3,7 @@
 * The same ``random_seed`` gives identical traces (every posterior variable and every
   deterministic sample stat) with ``cores=1`` and ``cores=2``, and with the ``fork`` and
   ``spawn`` start methods, on a CRP normal mixture and a clustered partial-order model.
-* Different chains differ.
+* Different chains differ (also with the HPO model's steps in :class:`~pymc_crp.ReplicaExchange`).
 * Every step method of the package survives ``cloudpickle`` (what PyMC uses to ship steps to
   worker processes) and the copy continues the chain exactly as the original does; restoring
   ``step.sampling_state`` (what PyMC does between sequential chains) restarts it exactly.
@@ -51,12 +51,19 @@ def clustered_lists():
     return pmc.models.clustered_partial_orders(LISTS, 4, max_clusters=3)
 
 
-BUILDERS = {"crp": crp_normal_mixture, "hpo": clustered_lists}
+def replica_exchange():
+    """The HPO model's steps in three tempered replicas (the step given to ``pm.sample``)."""
+    return pmc.ReplicaExchange(betas=[1.0, 0.5, 0.2])
+
+
+BUILDERS = {"crp": crp_normal_mixture, "hpo": clustered_lists, "hpo-replicas": clustered_lists}
+GIVEN_STEPS = {"hpo-replicas": replica_exchange}
 
 
 def sample(name, **kwargs):
     with BUILDERS[name]():
-        return pm.sample(**{**SAMPLE_KWARGS, **kwargs})
+        step = GIVEN_STEPS[name]() if name in GIVEN_STEPS else None
+        return pm.sample(**{**SAMPLE_KWARGS, "step": step, **kwargs})
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +98,7 @@ def assert_same_trace(a, b):
 
 @pytest.mark.parametrize(
     "name",
-    ["crp", "hpo"],
+    ["crp", "hpo", "hpo-replicas"],
 )
 def test_serial_equals_parallel(runs, name):
     assert_same_trace(runs(name, "serial"), runs(name, "fork"))
@@ -114,7 +121,7 @@ def test_fork_equals_spawn(runs, name):
     assert_same_trace(runs(name, "fork"), runs(name, "spawn"))
 
 
-@pytest.mark.parametrize("name", ["crp", "hpo"])
+@pytest.mark.parametrize("name", ["crp", "hpo", "hpo-replicas"])
 def test_chains_differ(runs, name):
     idata = runs(name, "fork")
     continuous = "mu" if name == "crp" else "U"
@@ -176,10 +183,17 @@ def with_concentration_metropolis():
         return model, [step]
 
 
+def with_replica_exchange():
+    model = clustered_lists()
+    with model:
+        return model, [replica_exchange()]
+
+
 STEP_MODELS = {
     "crp": lambda: (crp_fixed_means(), None),
     "crp-metropolis": with_concentration_metropolis,
     "hpo": lambda: (clustered_lists(), None),
+    "hpo-replicas": with_replica_exchange,
     "mixture-crp": lambda: (mixture_crp(), None),
     "mixture-finite": lambda: (mixture_finite(), None),
     "crp-conjugate": lambda: (crp_cluster_scales(), None),
@@ -199,6 +213,7 @@ PACKAGE_STEPS = {
     pmc.MixtureLabelGibbs,
     pmc.ConjugateCRPGibbs,
     pmc.SlotSliceSampler,
+    pmc.ReplicaExchange,
 }
 
 
@@ -267,6 +282,7 @@ def test_cloudpickled_step_continues_the_chain(assigned_steps, name):
         "crp",
         "crp-metropolis",
         "hpo",
+        "hpo-replicas",
         "mixture-crp",
         "mixture-finite",
     ],

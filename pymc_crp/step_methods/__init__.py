@@ -14,6 +14,7 @@ from pymc_crp.step_methods.normal_gibbs import (
     NormalInverseWishartGibbs,
 )
 from pymc_crp.step_methods.po_labels import PartialOrderLabelGibbs
+from pymc_crp.step_methods.replica_exchange import ReplicaExchange
 from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis
 from pymc_crp.step_methods.slot_slice import SlotSliceSampler
 from pymc_crp.step_methods.utility_mean import UtilityMeanGibbs
@@ -35,6 +36,7 @@ __all__ = [
     "ScalarMetropolis",
     "SlotSliceSampler",
     "PartialOrderLabelGibbs",
+    "ReplicaExchange",
     "UtilityMeanGibbs",
     "UtilityMetropolis",
 ]

@@ -7,6 +7,11 @@ functions and prepares the lists for the process-wide
 utilities), each list's item set, and the log-likelihoods of lists under one slot's order.
 :func:`_carry_entry` keeps the cache entry of an accepted order complete, so that later steps
 at the same state count nothing.
+
+:func:`is_list_term` and :func:`tempered` are how the steps that evaluate list likelihoods
+take a likelihood temperature ``β`` (their attribute ``likelihood_temperature``, set by
+:class:`~pymc_crp.ReplicaExchange`): each such step targets ``π(θ) L(θ)^β`` by multiplying
+the list log-likelihoods in its ratios (only there) by ``β``.
 """
 
 from __future__ import annotations
@@ -23,10 +28,26 @@ from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, 
 from pymc_crp.step_methods.model_graph import compile_point_function, dependent_terms, term_logps
 
 
+def is_list_term(var) -> bool:
+    """Whether the model variable ``var`` is a :class:`~pymc_crp.PartialOrderLists` term."""
+    owner = getattr(var, "owner", None)
+    return owner is not None and isinstance(owner.op, PartialOrderListsRV)
+
+
+def tempered(beta: float, loglik):
+    """``β · loglik`` (scalar or array), with ``β = 0`` giving 0 whatever ``loglik`` is (the
+    lists ignored, even where their likelihood is 0)."""
+    if beta == 1.0:
+        return loglik
+    if beta == 0.0:
+        return np.zeros_like(loglik) if isinstance(loglik, np.ndarray) else 0.0
+    return beta * loglik
+
+
 def _list_children(model, value_var, exclude):
     """The PartialOrderLists terms whose density depends on ``value_var`` (or ``None``)."""
     children = dependent_terms(model, value_var, term_logps(model), exclude=exclude)
-    if not children or not all(isinstance(c.owner.op, PartialOrderListsRV) for c in children):
+    if not children or not all(is_list_term(c) for c in children):
         return None
     if not all(c in model.observed_RVs for c in children):
         return None

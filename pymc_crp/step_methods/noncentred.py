@@ -82,6 +82,7 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role, noncentred_roles
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
+from pymc_crp.step_methods.list_terms import is_list_term
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
@@ -126,8 +127,9 @@ def shrinkage_map(
 
 
 def _joint_logp_function(model, compile_kwargs):
-    """Compiled sum of every term that depends on a non-centred hyperparameter of ``model`` or
-    on the utilities it moves (terms that a move leaves unchanged cancel in the ratio).
+    """Compiled sums ``(rest, lists)`` of every term that depends on a non-centred
+    hyperparameter of ``model`` or on the utilities it moves (terms that a move leaves
+    unchanged cancel in the ratio), the :class:`~pymc_crp.PartialOrderLists` terms apart.
 
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
@@ -148,8 +150,12 @@ def _joint_logp_function(model, compile_kwargs):
     for var in moved:
         terms.update(dependent_terms(model, model.rvs_to_values[var], logps))
     terms = sorted(terms, key=lambda v: v.name or "")
-    total = sum((pt.sum(logps[t]) for t in terms), pt.constant(0.0, dtype="float64"))
-    function = compile_point_function(model, total, compile_kwargs)
+    zero = pt.constant(0.0, dtype="float64")
+    parts = [  # the rest and the list likelihoods (tempered by the step)
+        sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero),
+        sum((pt.sum(logps[t]) for t in terms if is_list_term(t)), zero),
+    ]
+    function = compile_point_function(model, parts, compile_kwargs)
     cache.update(signature=signature, compile_kwargs=compile_kwargs, function=function)
     return function
 
@@ -239,7 +245,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
         self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
-        self._joint_logp = _joint_logp_function(model, compile_kwargs)
+        self._joint_parts = _joint_logp_function(model, compile_kwargs)
 
     def step(self, point):
         point, (stats,) = super().step(point)  # the centred update
@@ -254,6 +260,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             "noncentred_evaluations": evaluations,
         }
         return point, [stats]
+
+    def _joint_logp(self, point) -> float:
+        """Joint log-density of the terms a move changes, list likelihoods times ``β``."""
+        return self._tempered_sum(*self._joint_parts(point))
 
     def _metropolis_move(self, point):
         """The non-centred random walk; returns ``(point, accepted, evaluations)``."""

@@ -133,6 +133,11 @@ class PartialOrderLabelGibbs(BlockedStep):
 
     Notes
     -----
+    The attribute ``likelihood_temperature`` ``λ`` (default 1; set by
+    :class:`~pymc_crp.ReplicaExchange`) makes the moves target the prior times the lists'
+    likelihood to the power ``λ``: every log-likelihood column (Algorithm 8 weights and the
+    merge--split ratios and allocations) is multiplied by ``λ`` (and by the annealing ``β``).
+
     Stats: ``n_clusters`` (occupied slots after the sweep), ``merges`` and ``splits``
     (accepted merge--split proposals) and ``slots_full`` (a new cluster had prior mass at
     some visit, or a split was proposed, but every slot was occupied: the truncation at
@@ -149,6 +154,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         "slots_full": (bool, []),
         "warning": (SamplerWarning, None),
     }
+    likelihood_temperature: float = 1.0
 
     def __init__(
         self,
@@ -234,7 +240,7 @@ class PartialOrderLabelGibbs(BlockedStep):
 
     def _column(self, utilities, rows, noise) -> np.ndarray:
         """``β log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix;
-        ``β < 1`` only while annealing during tuning)."""
+        ``β`` is the likelihood temperature, times the annealing factor while tuning)."""
         words = order_words(utilities[None], self._term.top_down)
         return self._beta * self._term.slot_logliks(words, rows, noise)
 
@@ -308,9 +314,9 @@ class PartialOrderLabelGibbs(BlockedStep):
         theta, discount = (float(v) for v in self._prior_params_fn(point))
         noise = float(self._term.noise_fn(point))
         occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
-        self._beta = 1.0
+        self._beta = float(self.likelihood_temperature)  # tempering, times the annealing
         if self.tune and self.anneal:
-            self._beta = min(1.0, (self._iteration + 1) / self.anneal)
+            self._beta *= min(1.0, (self._iteration + 1) / self.anneal)
             self._iteration += 1
         cache = list_likelihood_cache()
         words = order_words(utilities, self._term.top_down, slots=occupied)

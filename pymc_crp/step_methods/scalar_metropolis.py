@@ -38,6 +38,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import explicit_graph_inputs
 
+from pymc_crp.step_methods.list_terms import is_list_term, tempered
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import dependent_terms, term_logps
 
@@ -152,6 +153,11 @@ class ScalarMetropolis(ScalarStep):
     -----
     Sample stats ``scalar_accepted`` and ``scalar_scale`` (the subclasses name them after
     their parameters: ``concentration_*``, ``hyperparameter_*``).
+
+    The attribute ``likelihood_temperature`` ``β`` (default 1; set by
+    :class:`~pymc_crp.ReplicaExchange`) makes the target the prior times the children's
+    densities with the :class:`~pymc_crp.PartialOrderLists` children raised to the power
+    ``β``.
     """
 
     name = "scalar_metropolis"
@@ -160,6 +166,7 @@ class ScalarMetropolis(ScalarStep):
     stats_prefix = "scalar_"
     _state_class = ScalarMetropolisState
     stats_dtypes_shapes = {"scalar_accepted": (bool, []), "scalar_scale": (np.float64, [])}
+    likelihood_temperature: float = 1.0
 
     def __init__(
         self,
@@ -191,12 +198,14 @@ class ScalarMetropolis(ScalarStep):
         logps = term_logps(model)
         children = dependent_terms(model, value_var, logps, exclude=(rv,))
         own = model.logp(vars=[rv], jacobian=False, sum=True)
-        target = own + sum((pt.sum(logps[c]) for c in children), pt.constant(0.0))
-        target = graph_replace(target, {value_var: to_value}, strict=False)
-        target = pt.switch(pt.isnan(target), -np.inf, target)
-        value_inputs = [v for v in explicit_graph_inputs([target]) if v in set(model.value_vars)]
+        zero = pt.constant(0.0, dtype="float64")
+        # Two parts: the list likelihoods (tempered by ``likelihood_temperature``) and the rest.
+        rest = own + sum((pt.sum(logps[c]) for c in children if not is_list_term(c)), zero)
+        lists = sum((pt.sum(logps[c]) for c in children if is_list_term(c)), zero)
+        parts = graph_replace([rest, lists], {value_var: to_value}, strict=False)
+        value_inputs = [v for v in explicit_graph_inputs(parts) if v in set(model.value_vars)]
         self._input_names = [v.name for v in value_inputs]
-        self._target_fn = compile_pytensor([theta, *value_inputs], target, **(compile_kwargs or {}))
+        self._target_fn = compile_pytensor([theta, *value_inputs], parts, **(compile_kwargs or {}))
         self._to_value = compile_pytensor([theta], to_value)
         self._from_value = compile_pytensor([value_var], model.replace_rvs_by_values([rv])[0])
         self._log_jacobian = None
@@ -216,7 +225,12 @@ class ScalarMetropolis(ScalarStep):
 
     def _log_target(self, theta, point):
         args = [point[name] for name in self._input_names]
-        return float(self._target_fn(theta, *args))
+        return self._tempered_sum(*self._target_fn(theta, *args))
+
+    def _tempered_sum(self, rest, lists) -> float:
+        """``rest + β · lists`` (``β`` the likelihood temperature); NaN becomes ``-∞``."""
+        total = float(rest) + tempered(self.likelihood_temperature, float(lists))
+        return -math.inf if math.isnan(total) else total
 
     def step(self, point):
         point = dict(point)

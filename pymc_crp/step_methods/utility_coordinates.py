@@ -29,7 +29,7 @@ from pymc_crp.core.utility_gibbs import (
     sample_interval_mixture,
     truncated_normal,
 )
-from pymc_crp.step_methods.list_terms import _carry_entry, _rows_with_item
+from pymc_crp.step_methods.list_terms import _carry_entry, _rows_with_item, tempered
 
 __all__ = ["CoordinateMoves"]
 
@@ -108,8 +108,9 @@ class CoordinateMoves:
         rho, scale = float(prior.rho[index][item]), float(prior.scale[index][item])
         mu, sd = equicorrelated_conditional(slot_u[item], prior.mean[index][item], rho, scale, k)
         x, r = sample_interval_mixture(
-            log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
-        )
+            tempered(self.likelihood_temperature, log_lik),
+            low, high, mu, sd, self.rng.random(), self.rng.random(),
+        )  # fmt: skip
         slot_u[item, k] = x
         for term, state, slot_rows, (rows, words, lls, per_candidate) in zip(
             self._terms, sweep.states, sweep.rows, found, strict=True

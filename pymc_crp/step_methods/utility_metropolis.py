@@ -55,6 +55,7 @@ from pymc_crp.step_methods.list_terms import (
     _proposal_logliks,
     _rows_by_item,
     _TermState,
+    tempered,
 )
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
@@ -163,6 +164,13 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
     tune : bool, default True
         Adapt ``σ`` and ``β`` towards acceptance 0.3 while PyMC tunes.
+
+    Notes
+    -----
+    The attribute ``likelihood_temperature`` ``λ`` (default 1; set by
+    :class:`~pymc_crp.ReplicaExchange`) makes every move target the prior times the lists'
+    likelihood to the power ``λ``: the pCN and random-walk ratios and the weights of the
+    coordinate draws use ``λ`` times the lists' log-likelihoods.
     """
 
     name = "utility_metropolis"
@@ -175,6 +183,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         "utility_rw_scale": (np.float64, []),
         "utility_pcn_step": (np.float64, []),
     }
+    likelihood_temperature: float = 1.0
 
     def __init__(
         self,
@@ -493,7 +502,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                 if changed.any():
                     counted = rows[changed]
                     new[changed] = _proposal_logliks(term, new_words, counted, state.noise)
-            log_ratio += float(new.sum() - current.sum())
+            log_ratio += tempered(self.likelihood_temperature, float(new.sum() - current.sum()))
             updates.append((state, rows, new, new_words, counted))
         accepted = accept(log_ratio, self.rng)
         if accepted:

@@ -146,6 +146,36 @@ CASES = [
         ValueError,
         "scale",
     ),
+    (
+        step_on,
+        dict(step_cls=pmc.ReplicaExchange, var="U", model_fn=hpo_model),
+        ValueError,
+        "all the model's free variables",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.ReplicaExchange, var="U", model_fn=hpo_model, betas=[1.0, 1.0]),
+        ValueError,
+        "betas must be strictly decreasing",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.ReplicaExchange, var="U", model_fn=hpo_model, betas=[0.5, 0.1]),
+        ValueError,
+        "betas must start with 1",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.ReplicaExchange, var="U", model_fn=hpo_model, betas=[1.0, -0.5]),
+        ValueError,
+        "betas must lie in",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.ReplicaExchange, var="U", model_fn=hpo_model, n_temps=1),
+        ValueError,
+        "n_temps",
+    ),
 ]
 
 
