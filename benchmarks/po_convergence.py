@@ -217,10 +217,10 @@ def main():
         f"load average {os.getloadavg()[0]:.2f}"
     )
     if not args.skip_chains:
-        variants = (args.baseline, *args.variants)
+        variants = tuple(dict.fromkeys((args.baseline, *args.variants)))  # each run once
         results = {v: run(lists, 10, args, v, args.seed + 1) for v in variants}
         old = results[args.baseline]
-        for variant in args.variants:
+        for variant in variants[1:] or variants:  # --variants X --baseline X: X alone
             print(f"--- {variant} against {args.baseline} ---")
             report(old, results[variant])
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
