@@ -46,12 +46,13 @@ def sample_tiny(
 def mismatches(z, co, k_dist, k=4.5, floor=0.01):
     """Quantities whose posterior mean is further than ``k`` MCSE (+ floor) from the oracle."""
     bad = []
-    for i, j in itertools.combinations(range(N_LISTS), 2):
+    n_lists = z.shape[-1]
+    for i, j in itertools.combinations(range(n_lists), 2):
         ind = (z[..., i] == z[..., j]).astype(float)
         if abs(ind.mean() - co[i, j]) > k * float(np.ravel(az.mcse(ind))[0]) + floor:
             bad.append((i, j, ind.mean(), co[i, j]))
     n_clusters = np.array([[len(np.unique(r)) for r in chain] for chain in z])
-    for c in range(1, N_LISTS + 1):
+    for c in range(1, n_lists + 1):
         ind = (n_clusters == c).astype(float)
         mcse = float(np.ravel(az.mcse(ind))[0]) if ind.std() > 0 else 0.0
         if abs(ind.mean() - k_dist[c]) > k * mcse + floor:

@@ -18,6 +18,7 @@ from oracles import (
     exact_clustered_total_orders_random_noise,
     total_order_list_lik,
 )
+from test_po_labels import mismatches
 
 import pymc_crp as pmc
 from pymc_crp.step_methods.replica_exchange import geometric_ladder, swap_log_ratio
@@ -66,22 +67,6 @@ def sample(model, step, draws, seed, **kwargs):
             **kwargs,
         )
     return idata
-
-
-def mismatches(z, co, k_dist, k=4.5, floor=0.01):
-    """Quantities whose posterior mean is further than ``k`` MCSE (+ floor) from the oracle."""
-    bad = []
-    for i, j in itertools.combinations(range(N_LISTS), 2):
-        ind = (z[..., i] == z[..., j]).astype(float)
-        if abs(ind.mean() - co[i, j]) > k * float(np.ravel(az.mcse(ind))[0]) + floor:
-            bad.append((i, j, ind.mean(), co[i, j]))
-    n_clusters = np.array([[len(np.unique(r)) for r in chain] for chain in z])
-    for c in range(1, N_LISTS + 1):
-        ind = (n_clusters == c).astype(float)
-        mcse = float(np.ravel(az.mcse(ind))[0]) if ind.std() > 0 else 0.0
-        if abs(ind.mean() - k_dist[c]) > k * mcse + floor:
-            bad.append(("K", c, ind.mean(), k_dist[c]))
-    return bad
 
 
 def oracle(power):
