@@ -98,15 +98,22 @@ class OrderMemo:
 
 
 @_leaf
-def _canonical_code(rel, lists, i, n, ranked, rank_of, code):
-    """The restricted order of list ``i`` (``n <= 64`` items) in rank space: ``ranked`` its
-    items ascending, ``rank_of[x]`` the rank of item ``x`` and ``code[r]`` the ranks of the
-    items above ``ranked[r]`` (one word each)."""
+def _item_set(lists, i, n):
+    """The first ``n`` items of list ``i`` as a two-word bitset ``(lo, hi)``."""
     lo, hi = _ZERO, _ZERO
     for b in range(n):
         blo, bhi = _bit(lists[i, b])
         lo |= blo
         hi |= bhi
+    return lo, hi
+
+
+@_leaf
+def _canonical_code(rel, lists, i, n, ranked, rank_of, code):
+    """The restricted order of list ``i`` (``n <= 64`` items) in rank space: ``ranked`` its
+    items ascending, ``rank_of[x]`` the rank of item ``x`` and ``code[r]`` the ranks of the
+    items above ``ranked[r]`` (one word each)."""
+    lo, hi = _item_set(lists, i, n)
     for r in range(n):
         x, lo, hi = _pop(lo, hi)
         ranked[r] = x
@@ -315,11 +322,7 @@ def _same_items(lists, lengths, i, j):
     n = lengths[i]
     if lengths[j] != n:
         return False
-    lo, hi = _ZERO, _ZERO
-    for b in range(n):
-        blo, bhi = _bit(lists[i, b])
-        lo |= blo
-        hi |= bhi
+    lo, hi = _item_set(lists, i, n)
     for b in range(n):
         blo, bhi = _bit(lists[j, b])
         if ((blo & lo) | (bhi & hi)) == _ZERO:
