@@ -114,6 +114,7 @@ EQN = pmc.EquicorrelatedNormal.dist
 IW = pmc.InverseWishart.dist
 MEM = pmc.models.measurement_error_mixture
 MIXPRIOR = pmc.models.default_mixture_prior
+MAXCLUSTERS = pmc.models.default_max_clusters
 BMV = pmc.BatchedMvNormal.dist
 PO = pmc.models.partial_order
 CPO = pmc.models.clustered_partial_orders

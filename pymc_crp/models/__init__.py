@@ -10,10 +10,15 @@ The builders record the roles of their variables (:mod:`pymc_crp.roles`), so tha
 """
 
 from pymc_crp.models.normal_mixture import default_mixture_prior, measurement_error_mixture
-from pymc_crp.models.partial_orders import clustered_partial_orders, partial_order
+from pymc_crp.models.partial_orders import (
+    clustered_partial_orders,
+    default_max_clusters,
+    partial_order,
+)
 
 __all__ = [
     "clustered_partial_orders",
+    "default_max_clusters",
     "default_mixture_prior",
     "measurement_error_mixture",
     "partial_order",

@@ -105,12 +105,19 @@ def test_comparison_has_power(many_slots):
     assert mismatches(many_slots, co, k_dist)
 
 
+def test_default_max_clusters_grows_slowly_with_the_lists():
+    from pymc_crp.models.partial_orders import default_max_clusters
+
+    want = {3: 3, 50: 50, 300: 50, 1000: 64, 5000: 142, 10_000: 200}
+    assert {n: default_max_clusters(n) for n in want} == want
+
+
 def test_assigned_by_the_builder_only_for_crp_without_covariates():
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2)
     _, selected = pm.sampling.mcmc.assign_step_methods(model)
     assert pmc.PartialOrderLabelGibbs in selected and pmc.CRPGibbs not in selected
-    assert model["U"].shape.eval()[0] == 3  # default max_clusters = min(n_lists, 50)
+    assert model["U"].shape.eval()[0] == 3  # default max_clusters = min(n_lists, ...)
     for kwargs in ({"partition": "dirichlet-multinomial"}, {"covariates": np.eye(3)[:, :1]}):
         model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, **kwargs)
         _, selected = pm.sampling.mcmc.assign_step_methods(model)
