@@ -372,13 +372,36 @@ class ListLikelihoodCache:
                 ratios = kept[1][where]
                 self._pending[list_set.token] = (key, index, ratios)
                 return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
-        # (a repeated list is counted twice: rare, and cheaper than sorting)
-        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
-        self._count(list_set, words[0], list_set.steps[index], lengths, order, index, ratios,
-                    max_states)  # fmt: skip
+        loglik, ratios = self._counted(list_set, words[0], index, p, max_states)
         self._pending[list_set.token] = (key, index, ratios)
         self._keep_proposal(key, index, ratios)
-        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+        return loglik
+
+    def move_log_likelihoods(
+        self, list_set: ListSet, words, rows, p: float, *, max_states: int = DEFAULT_MAX_STATES
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(loglik, ratios)`` of lists ``rows`` under the order ``words`` ``(4, M)`` (or
+        ``(1, 4, M)``), ``p < 1``: counted through the list set's
+        :class:`~pymc_crp.core.order_memo.OrderMemo` only, with no entry, kept proposal or
+        pending ratios (for a caller that keeps the ratios of the lists it moves itself, as
+        the item sweeps of :class:`~pymc_crp.UtilityMetropolis` do; lists seen under the same
+        restricted order cost a memo look-up). The values are those of
+        :meth:`proposal_log_likelihoods`, bit for bit."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1, words.shape[-1])
+        return self._counted(list_set, words, list_set.inverse[rows], p, max_states)
+
+    def _counted(self, list_set, rel, index, p, max_states) -> tuple[np.ndarray, np.ndarray]:
+        """``(loglik, ratios)`` of the distinct lists ``index`` under ``rel`` ``(4, M)``,
+        counted (:meth:`_count`) without an entry."""
+        n = index.size
+        lengths = list_set.lengths[index]
+        order = np.arange(n, dtype=np.int64)
+        # (a repeated list is counted twice: rare, and cheaper than sorting)
+        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
+        self._count(list_set, rel, list_set.steps[index], lengths, order, index, ratios,
+                    max_states)  # fmt: skip
+        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0], ratios
 
     def _count(self, list_set, rel, lists, lengths, perm, row_ids, ratios, max_states) -> None:
         """Count ratios of lists ``perm`` (rows ``row_ids`` of ``list_set``) of the padded
