@@ -120,7 +120,11 @@ def order_words(utilities, top_down: bool = True, slots=None) -> np.ndarray:
     if slots is None:
         return utility_relation_words(utilities, dual=not top_down)
     utilities = np.asarray(utilities)
-    used = np.unique(np.asarray(slots, dtype=np.int64))
+    slots = np.asarray(slots, dtype=np.int64).ravel()
+    if slots.size and slots.min() >= 0 and slots.max() < utilities.shape[0]:
+        used = np.flatnonzero(np.bincount(slots, minlength=utilities.shape[0]))  # = np.unique
+    else:
+        used = np.unique(slots)
     words = np.zeros((utilities.shape[0], 4, utilities.shape[1]), dtype=np.uint64)
     if used.size:
         words[used] = utility_relation_words(utilities[used], dual=not top_down)
@@ -291,7 +295,8 @@ class ListLikelihoodCache:
         if index.size and labels.min() == labels.max():
             groups = [(int(labels[0]), slice(None))]
         else:
-            order = np.argsort(labels, kind="stable")
+            small = words.shape[0] <= np.iinfo(np.int16).max  # radix sort: same order, faster
+            order = np.argsort(labels.astype(np.int16) if small else labels, kind="stable")
             bounds = np.searchsorted(labels[order], np.arange(words.shape[0] + 1))
             groups = [
                 (a, order[bounds[a] : bounds[a + 1]])
