@@ -120,7 +120,11 @@ def order_words(utilities, top_down: bool = True, slots=None) -> np.ndarray:
     if slots is None:
         return utility_relation_words(utilities, dual=not top_down)
     utilities = np.asarray(utilities)
-    used = np.unique(np.asarray(slots, dtype=np.int64))
+    slots = np.asarray(slots, dtype=np.int64).ravel()
+    if slots.size and slots.min() >= 0 and slots.max() < utilities.shape[0]:
+        used = np.flatnonzero(np.bincount(slots, minlength=utilities.shape[0]))  # = np.unique
+    else:
+        used = np.unique(slots)
     words = np.zeros((utilities.shape[0], 4, utilities.shape[1]), dtype=np.uint64)
     if used.size:
         words[used] = utility_relation_words(utilities[used], dual=not top_down)
@@ -291,7 +295,8 @@ class ListLikelihoodCache:
         if index.size and labels.min() == labels.max():
             groups = [(int(labels[0]), slice(None))]
         else:
-            order = np.argsort(labels, kind="stable")
+            small = words.shape[0] <= np.iinfo(np.int16).max  # radix sort: same order, faster
+            order = np.argsort(labels.astype(np.int16) if small else labels, kind="stable")
             bounds = np.searchsorted(labels[order], np.arange(words.shape[0] + 1))
             groups = [
                 (a, order[bounds[a] : bounds[a + 1]])
@@ -372,13 +377,36 @@ class ListLikelihoodCache:
                 ratios = kept[1][where]
                 self._pending[list_set.token] = (key, index, ratios)
                 return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
-        # (a repeated list is counted twice: rare, and cheaper than sorting)
-        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
-        self._count(list_set, words[0], list_set.steps[index], lengths, order, index, ratios,
-                    max_states)  # fmt: skip
+        loglik, ratios = self._counted(list_set, words[0], index, p, max_states)
         self._pending[list_set.token] = (key, index, ratios)
         self._keep_proposal(key, index, ratios)
-        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0]
+        return loglik
+
+    def move_log_likelihoods(
+        self, list_set: ListSet, words, rows, p: float, *, max_states: int = DEFAULT_MAX_STATES
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``(loglik, ratios)`` of lists ``rows`` under the order ``words`` ``(4, M)`` (or
+        ``(1, 4, M)``), ``p < 1``: counted through the list set's
+        :class:`~pymc_crp.core.order_memo.OrderMemo` only, with no entry, kept proposal or
+        pending ratios (for a caller that keeps the ratios of the lists it moves itself, as
+        the item sweeps of :class:`~pymc_crp.UtilityMetropolis` do; lists seen under the same
+        restricted order cost a memo look-up). The values are those of
+        :meth:`proposal_log_likelihoods`, bit for bit."""
+        words = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1, words.shape[-1])
+        return self._counted(list_set, words, list_set.inverse[rows], p, max_states)
+
+    def _counted(self, list_set, rel, index, p, max_states) -> tuple[np.ndarray, np.ndarray]:
+        """``(loglik, ratios)`` of the distinct lists ``index`` under ``rel`` ``(4, M)``,
+        counted (:meth:`_count`) without an entry."""
+        n = index.size
+        lengths = list_set.lengths[index]
+        order = np.arange(n, dtype=np.int64)
+        # (a repeated list is counted twice: rare, and cheaper than sorting)
+        ratios = np.empty((n, _Entry.ratio_shape(list_set)[1]))
+        self._count(list_set, rel, list_set.steps[index], lengths, order, index, ratios,
+                    max_states)  # fmt: skip
+        scratch = (np.empty(n), np.empty(n), np.zeros(n, dtype=bool))
+        return loglik_from_ratios(ratios, lengths, order, float(p), False, *scratch)[0], ratios
 
     def _count(self, list_set, rel, lists, lengths, perm, row_ids, ratios, max_states) -> None:
         """Count ratios of lists ``perm`` (rows ``row_ids`` of ``list_set``) of the padded

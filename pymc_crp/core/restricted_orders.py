@@ -17,6 +17,8 @@ When only item ``j``'s utilities move, only row ``j`` and bit ``j`` of every oth
 bitsets can change: :func:`move_item_words` rebuilds them in ``O(M K)`` instead of the
 ``O(M^2 K)`` of :func:`~pymc_crp.core.linext_support.utility_relation_words`, with the same
 result bit for bit (item ``y`` is above ``x`` iff ``η_{y,k} > η_{x,k}`` for every ``k``).
+:func:`move_item_changed` also picks, in the same compiled call, the lists containing ``j``
+whose restricted order changed: those whose item set meets a changed bit of row ``j``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["copy_restricted_equal", "item_masks", "move_item_words"]
+__all__ = ["copy_restricted_equal", "item_masks", "move_item_changed", "move_item_words"]
 
 
 def item_masks(steps: np.ndarray) -> np.ndarray:
@@ -120,3 +122,35 @@ def move_item_words(words: np.ndarray, eta: np.ndarray, item: int, dual: bool) -
     words = np.ascontiguousarray(words, dtype=np.uint64)
     eta = np.ascontiguousarray(eta, dtype=np.float64)
     return _move_item_words(words, eta, int(item), bool(dual))
+
+
+@njit(cache=True, nogil=True)
+def _move_item_changed(words, eta, item, dual, masks, rows):  # pragma: no cover - compiled
+    out = _move_item_words(words, eta, item, dual)
+    flip_lo = (words[0, item] ^ out[0, item]) | (words[2, item] ^ out[2, item])
+    flip_hi = (words[1, item] ^ out[1, item]) | (words[3, item] ^ out[3, item])
+    changed = np.empty(rows.shape[0], np.int64)
+    n = 0
+    for t in range(rows.shape[0]):
+        u = rows[t]
+        if ((masks[u, 0] & flip_lo) | (masks[u, 1] & flip_hi)) != 0:
+            changed[n] = t
+            n += 1
+    return out, changed[:n]
+
+
+def move_item_changed(
+    words: np.ndarray, eta: np.ndarray, item: int, dual: bool, masks: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(new, changed)``: ``new`` the order :func:`move_item_words` gives, and ``changed`` the
+    positions ``t`` (ascending) of the lists ``rows[t]``, all containing ``item``, whose order
+    restricted to their items differs between ``words`` and ``new``.
+
+    ``masks`` ``(n, 2)`` holds the item set of each list as two uint64 words
+    (:func:`item_masks`), ``rows`` int64 indices into it. Only ``item``'s relations move, so
+    a list containing it changes iff its item set meets a changed bit of row ``item``: its
+    items above it (``w = 0, 1``) or comparable to it (``w = 2, 3``).
+    """
+    words = np.ascontiguousarray(words, dtype=np.uint64)
+    eta = np.ascontiguousarray(eta, dtype=np.float64)
+    return _move_item_changed(words, eta, int(item), bool(dual), masks, rows)

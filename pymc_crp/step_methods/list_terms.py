@@ -23,7 +23,7 @@ import pytensor.tensor as pt
 from pytensor.tensor.elemwise import DimShuffle
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
-from pymc_crp.core.restricted_orders import move_item_words
+from pymc_crp.core.restricted_orders import item_masks, move_item_changed
 from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams, PartialOrderListsRV
 from pymc_crp.step_methods.model_graph import compile_point_function, dependent_terms, term_logps
 
@@ -90,13 +90,7 @@ class _ListTerm:
         flat = self.lists.ravel()
         self.contains[rows[flat >= 0], flat[flat >= 0]] = True
         # Each list's items as two uint64 words, to see which lists a move leaves unchanged.
-        self.item_words = np.zeros((self.lists.shape[0], 2), dtype=np.uint64)
-        present = flat >= 0
-        np.bitwise_or.at(
-            self.item_words,
-            (rows[present], flat[present] // 64),
-            np.left_shift(np.uint64(1), (flat[present] % 64).astype(np.uint64)),
-        )
+        self.item_words = item_masks(self.lists)
         self.utility_name = utility_value.name
 
     def words(self, point, slot=None, used=None):
@@ -108,15 +102,21 @@ class _ListTerm:
             return order_words(eta[slot : slot + 1], self.top_down)
         return order_words(eta, self.top_down, slots=used)
 
-    def moved_words(self, point, slot, old, item):
-        """``words(point, slot)`` when only ``item``'s utilities moved from those of the order
-        ``old`` ``(4, M)``: its relations only are recomputed (lists that read ``U``
-        directly; others recompute the order)."""
+    def moved_words(self, point, slot, old, item, rows):
+        """``(new, changed)``: ``new`` ``(1, 4, M)`` is ``words(point, slot)`` when only
+        ``item``'s utilities moved from those of the order ``old`` ``(4, M)``, ``changed`` the
+        positions (ascending) of the lists ``rows`` (all containing ``item``) whose restricted
+        order changed (:meth:`restricted_changed`). Lists that read ``U`` directly recompute
+        ``item``'s relations only, in one compiled call
+        (:func:`~pymc_crp.core.restricted_orders.move_item_changed`); others recompute the
+        order."""
         if self.direct is None:
-            return self.words(point, slot)
+            new = self.words(point, slot)
+            return new, np.flatnonzero(self.restricted_changed(old, new[0], item, rows))
         eta = point[self.direct]
         eta = eta[slot] if eta.ndim == 3 else eta
-        return move_item_words(old, eta, item, not self.top_down)[None]
+        new, changed = move_item_changed(old, eta, item, not self.top_down, self.item_words, rows)
+        return new[None], changed
 
     def all_logliks(self, point, labels, noise):
         """``(words, loglik)``: the orders of all slots and every list's log-likelihood."""
@@ -144,10 +144,18 @@ class _ListTerm:
         )
 
 
-def _proposal_logliks(term: _ListTerm, words, rows, noise) -> np.ndarray:
-    """:meth:`_ListTerm.slot_logliks` of a one-item proposal, which creates no cache entry
-    unless :func:`_carry_entry` stores it after the move is accepted."""
-    return list_likelihood_cache().proposal_log_likelihoods(term.list_set, words, rows, noise)
+def _proposal_logliks(term: _ListTerm, words, rows, noise, kept: bool):
+    """:meth:`_ListTerm.slot_logliks` of a one-item proposal, which creates no cache entry.
+
+    ``kept``: the step keeps the count ratios of its lists itself (see
+    :meth:`~pymc_crp.core.lists.ListLikelihoodCache.move_log_likelihoods`); returns
+    ``(loglik, ratios)``. Otherwise returns ``(loglik, None)``, and :func:`_carry_entry`
+    stores the counts after the move is accepted.
+    """
+    cache = list_likelihood_cache()
+    if kept:
+        return cache.move_log_likelihoods(term.list_set, words, rows, noise)
+    return cache.proposal_log_likelihoods(term.list_set, words, rows, noise), None
 
 
 def _rows_by_item(term: _ListTerm, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,11 +15,14 @@ Metropolis moves that recompute only the lists they touch:
   (orders seen before, e.g. after a rejected move back, cost no counting).
 
   The work of a one-item move follows the lists that contain the item, not the item set: the
-  new order is the old one with the item's relations rebuilt (``O(M K)``,
-  :func:`~pymc_crp.core.restricted_orders.move_item_words`), only the lists whose order
-  restricted to their items changed are counted (without a cache entry per proposal), and the
-  count ratios of the slot's lists at the current order are kept during the item sweeps and
-  stored once, as the entry of the order the sweeps end at, for the steps that follow.
+  new order is the old one with the item's relations rebuilt (``O(M K)``), and the lists whose
+  order restricted to their items changed are picked in the same compiled call
+  (:func:`~pymc_crp.core.restricted_orders.move_item_changed`); only those are counted,
+  through the lists' memo of restricted orders alone (no cache entry or kept proposal per
+  proposal: :meth:`~pymc_crp.core.lists.ListLikelihoodCache.move_log_likelihoods`). The count
+  ratios of the slot's lists at the current order are kept during the item sweeps (an
+  accepted move writes the counted lists' ratios in) and stored once, as the entry of the
+  order the sweeps end at, for the steps that follow.
 * :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
   and the hyperparameters of the hierarchy.
 * :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
@@ -470,56 +473,57 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         """Metropolis test for a proposal already written into the point; caches on accept.
 
         Only the slot's lists (containing ``item`` for a one-item move) are recomputed; when
-        the proposal leaves the slot's order unchanged their log-likelihoods are reused.
+        the proposal leaves the slot's order unchanged their log-likelihoods are reused, and
+        after a one-item move only the lists whose restricted order changed are counted (their
+        ratios go into the kept tables when the move is accepted).
         """
         slot = sweep.slot
+        tables = sweep.tables or [None] * len(self._terms)
         updates = []
-        for term, state, rows, (by_item, starts) in zip(
-            self._terms, sweep.states, sweep.rows, sweep.by_item, strict=True
+        for term, state, rows, (by_item, starts), table in zip(
+            self._terms, sweep.states, sweep.rows, sweep.by_item, tables, strict=True
         ):
             old = state.words[slot]
-            flips = None
+            counted = ratios = None  # the lists counted for the proposal, and their ratios
             if item is not None:
                 rows = (
                     by_item[starts[item] : starts[item + 1]] if item < starts.size - 1 else rows[:0]
                 )
-                new_words = term.moved_words(sweep.point, slot, old, item)
-                flips = old[:, item] ^ new_words[0, :, item]  # item's relations: all that moved
+                new_words, changed = term.moved_words(sweep.point, slot, old, item, rows)
             else:
                 new_words = term.words(sweep.point, slot)
-            counted = None  # the lists counted for the proposal
             if rows.size == 0:
-                updates.append((state, rows, None, new_words, counted))
+                updates.append((state, rows, None, new_words, counted, ratios))
                 continue
             current = state.logliks[rows]
-            if not (flips.any() if flips is not None else (new_words[0] != old).any()):
-                new = current  # same order: same likelihoods
-            elif item is None:  # lists whose restricted order is unchanged come from the cache
-                new = term.slot_logliks(new_words, rows, state.noise, hint=old)
-            else:  # lists whose restricted order is unchanged keep their likelihoods
+            if item is not None:  # lists whose restricted order is unchanged keep theirs
                 new = current.copy()
-                changed = term.restricted_changed(old, new_words[0], item, rows, flips)
-                if changed.any():
+                if changed.size:
                     counted = rows[changed]
-                    new[changed] = _proposal_logliks(term, new_words, counted, state.noise)
+                    new[changed], ratios = _proposal_logliks(
+                        term, new_words, counted, state.noise, table is not None
+                    )
+            elif not (new_words[0] != old).any():
+                new = current  # same order: same likelihoods
+            else:  # lists whose restricted order is unchanged come from the cache
+                new = term.slot_logliks(new_words, rows, state.noise, hint=old)
             log_ratio += tempered(self.likelihood_temperature, float(new.sum() - current.sum()))
-            updates.append((state, rows, new, new_words, counted))
+            updates.append((state, rows, new, new_words, counted, ratios))
         accepted = accept(log_ratio, self.rng)
         if accepted:
-            tables = sweep.tables or [None] * len(updates)
-            for (state, rows, new, new_words, counted), term, slot_rows, table in zip(
+            for (state, rows, new, new_words, counted, ratios), term, slot_rows, table in zip(
                 updates, self._terms, sweep.rows, tables, strict=True
             ):
-                old = state.words[slot].copy()
                 if new is not None:
                     state.logliks[rows] = new
-                state.words[slot] = new_words[0]
                 if table is None:
+                    old = state.words[slot].copy()
+                    state.words[slot] = new_words[0]
                     _carry_entry(term, state, slot, slot_rows, old)
-                elif counted is not None:
-                    cache = list_likelihood_cache()
-                    ratios = cache.pending_ratios(term.list_set, new_words, counted)
-                    table[1][np.searchsorted(slot_rows, counted)] = ratios
+                else:
+                    state.words[slot] = new_words[0]
+                    if counted is not None:
+                        table[1][np.searchsorted(slot_rows, counted)] = ratios
         return bool(accepted)
 
     def reset_tuning(self):

@@ -3,8 +3,14 @@
 import numpy as np
 import pytest
 
+from pymc_crp.core import linext_support
 from pymc_crp.core.linext_support import utility_relation_words
-from pymc_crp.core.restricted_orders import copy_restricted_equal, item_masks, move_item_words
+from pymc_crp.core.restricted_orders import (
+    copy_restricted_equal,
+    item_masks,
+    move_item_changed,
+    move_item_words,
+)
 
 
 @pytest.mark.parametrize("n_items", [5, 70, 128])
@@ -64,3 +70,56 @@ def test_copy_restricted_equal_copies_exactly_the_unchanged_lists():
     np.testing.assert_array_equal(dst_done, expected)
     np.testing.assert_array_equal(dst[expected], src[expected])
     assert not dst[~expected].any()
+
+
+@pytest.mark.parametrize("n_items", [5, 70, 128])
+@pytest.mark.parametrize("dual", [False, True])
+def test_move_item_changed_picks_the_lists_whose_restricted_order_moved(n_items, dual):
+    """Against the boolean dominance orders restricted to each list's items."""
+    rng = np.random.default_rng(7 * n_items + dual)
+    eta = rng.integers(0, 4, size=(n_items, 2)).astype(float)
+    steps = np.full((120, 5), -1, dtype=np.int64)
+    for u in range(120):
+        steps[u, : 2 + u % 4] = rng.choice(n_items, size=2 + u % 4, replace=False)
+    masks = item_masks(steps)
+    words = utility_relation_words(eta[None], dual)[0]
+    for _ in range(40):
+        item = int(rng.integers(n_items))
+        moved = eta.copy()
+        moved[item] = rng.integers(0, 4, size=2)
+        rows = np.flatnonzero((steps == item).any(axis=1))
+        new, changed = move_item_changed(words, moved, item, dual, masks, rows)
+        np.testing.assert_array_equal(new, move_item_words(words, moved, item, dual))
+        before = (eta[None, :, :] > eta[:, None, :]).all(-1)
+        after = (moved[None, :, :] > moved[:, None, :]).all(-1)
+        expected = [
+            t
+            for t, u in enumerate(rows)
+            if not np.array_equal(
+                before[np.ix_(steps[u][steps[u] >= 0], steps[u][steps[u] >= 0])],
+                after[np.ix_(steps[u][steps[u] >= 0], steps[u][steps[u] >= 0])],
+            )
+        ]
+        np.testing.assert_array_equal(changed, expected)
+        eta, words = moved, new
+
+
+@pytest.mark.parametrize("n_items", [2, 31, 32, 64, 65, 100, 128])
+@pytest.mark.parametrize("n_dims", [1, 2, 3])
+def test_sorted_utility_words_equal_the_pairwise_dominance(n_items, n_dims):
+    """Both kernels of ``utility_relation_words`` against the boolean dominance order, with
+    ties, signed zeros, infinities and NaN (which compares false with everything)."""
+    rng = np.random.default_rng(n_items * 10 + n_dims)
+    eta = rng.normal(size=(6, n_items, n_dims))
+    eta[1] = np.round(eta[1])  # many ties
+    eta[2, : n_items // 2] = 0.0
+    eta[3, 0] = -0.0
+    eta[3, 1 % n_items] = np.inf
+    eta[4, : n_items // 3, -1] = np.nan
+    eta[5, -1] = -np.inf
+    closed = np.all(eta[..., :, None, :] > eta[..., None, :, :], axis=-1)  # [y, x]: y above x
+    for dual in (False, True):
+        expected = linext_support.relation_words(closed, dual)
+        np.testing.assert_array_equal(linext_support._sorted_utility_words(eta, dual), expected)
+        np.testing.assert_array_equal(linext_support._utility_words(eta, dual), expected)
+        np.testing.assert_array_equal(utility_relation_words(eta, dual), expected)
