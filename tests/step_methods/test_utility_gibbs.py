@@ -125,19 +125,6 @@ def test_coordinate_gibbs_order_posterior_is_exact(moves):
     assert abs(float(u_draws.mean())) < 0.2
 
 
-def test_coordinate_items_validated():
-    lists = [[0, 1, 2], [2, 1, 0]]
-    model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1)
-    with pytest.raises(TypeError, match="coordinate_items"):
-        pmc.UtilityMetropolis([model["U"]], model=model, coordinate_items=1.0)
-    with pytest.raises(ValueError, match="coordinate_items"):
-        pmc.UtilityMetropolis([model["U"]], model=model, coordinate_items=-2)
-    covariates = np.eye(3)[:, :1]
-    model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1, covariates=covariates)
-    with pytest.raises(ValueError, match="coordinate_items needs"):
-        pmc.UtilityMetropolis([model["U"]], model=model, coordinate_items=1)
-
-
 # --------------------------------------------------------------------------------------------
 # Draws within the current intervals (cell_draws)
 # --------------------------------------------------------------------------------------------
@@ -213,20 +200,19 @@ def test_utility_step_with_cell_draws_only_keeps_the_orders_and_is_exact():
     assert np.all(np.abs(draws.mean(("chain", "draw")).values - want) < 4.5 * se)
 
 
-def test_cell_sweeps_validated():
+@pytest.mark.parametrize(
+    "option, wrong_type, negative",
+    [("coordinate_items", 1.0, -2), ("cell_sweeps", 1.5, -1), ("cell_hops", True, -3)],
+)
+def test_single_utility_options_validated(option, wrong_type, negative):
     lists = [[0, 1, 2], [2, 1, 0]]
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1)
-    with pytest.raises(TypeError, match="cell_sweeps"):
-        pmc.UtilityMetropolis([model["U"]], model=model, cell_sweeps=1.5)
-    with pytest.raises(ValueError, match="cell_sweeps"):
-        pmc.UtilityMetropolis([model["U"]], model=model, cell_sweeps=-1)
-    with pytest.raises(TypeError, match="cell_hops"):
-        pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=True)
-    with pytest.raises(ValueError, match="cell_hops"):
-        pmc.UtilityMetropolis([model["U"]], model=model, cell_hops=-3)
-    covariates = np.eye(3)[:, :1]  # lists read G⁻¹(Φ(U)) + xβ: no cell draws
+    with pytest.raises(TypeError, match=option):
+        pmc.UtilityMetropolis([model["U"]], model=model, **{option: wrong_type})
+    with pytest.raises(ValueError, match=option):
+        pmc.UtilityMetropolis([model["U"]], model=model, **{option: negative})
+    covariates = np.eye(3)[:, :1]  # lists read G⁻¹(Φ(U)) + xβ: none of these moves applies
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1, covariates=covariates)
+    with pytest.raises(ValueError, match=f"{option} needs"):
+        pmc.UtilityMetropolis([model["U"]], model=model, **{option: 1})
     assert pmc.UtilityMetropolis([model["U"]], model=model).cell_sweeps == 0
-    for option in ("cell_sweeps", "cell_hops"):
-        with pytest.raises(ValueError, match=f"{option} needs"):
-            pmc.UtilityMetropolis([model["U"]], model=model, **{option: 1})
