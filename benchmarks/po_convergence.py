@@ -100,6 +100,13 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("aux"):  # new, with another number of auxiliary slots
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
+    elif variant.startswith("inf"):  # new, with N informed split-merge proposals per step
+        with model:
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"]], informed_split_merge=int(variant[3:])
+                )
+            ]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
@@ -143,6 +150,12 @@ def run(lists, n_items, args, variant, seed):
         "ms_iter": 1e3 * sampling * min(args.cores, args.chains) / n_iter,
         "ari_min": float(min(aris)) if aris else float("nan"),
         "k_mean": float(post["n_clusters"].mean()),
+        "informed": float(
+            np.sum(idata.sample_stats["informed_splits"].values)
+            + np.sum(idata.sample_stats["informed_merges"].values)
+        )
+        if "informed_splits" in idata.sample_stats
+        else float("nan"),
         "slots_full": float(np.mean(idata.sample_stats["slots_full"].values))
         if "slots_full" in idata.sample_stats
         else float("nan"),
@@ -203,8 +216,9 @@ def main():
         default=["new"],
         help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), cellsN "
         "(N scans of within-interval utility draws; cells0 is the utility step before them), auxN "
-        "(N auxiliary slots), msN (N merge-split proposals per step, no annealing; ms0 is the "
-        "label step before merge-split and annealing), annN (label moves annealed over N "
+        "(N auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
+        "merge-split proposals per step, no annealing; ms0 is the label step before merge-split "
+        "and annealing), annN (label moves annealed over N "
         "tuning steps), newL / oldL "
         "(max_clusters=L)",
     )
@@ -274,7 +288,7 @@ def report(old, new):
             f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
             f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
         )
-    for key in ("seconds", "ms_iter", "ari_min", "k_mean", "slots_full"):
+    for key in ("seconds", "ms_iter", "ari_min", "k_mean", "informed", "slots_full"):
         print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
 
 

@@ -386,6 +386,56 @@ def exact_clustered_total_orders(
     return co / total, k_dist / total
 
 
+def linear_extension_list_lik(relation, y, p: float) -> float:
+    """Top-down queue-jumping likelihood of list ``y`` under the partial order ``relation``
+    (``relation[a][b]``: ``a`` above ``b``), by brute force over the orderings of the remaining
+    items: each step is ``p/r + (1-p) · #{extensions of the rest with y_j first} / #{extensions
+    of the rest}``."""
+
+    def extensions(items):
+        return [
+            perm
+            for perm in itertools.permutations(items)
+            if not any(relation[perm[b]][perm[a]] for a in range(len(perm)) for b in range(a))
+        ]
+
+    lik = 1.0
+    for j in range(len(y) - 1):
+        rest = extensions(y[j:])
+        lik *= p / len(y[j:]) + (1.0 - p) * sum(e[0] == y[j] for e in rest) / len(rest)
+    return lik
+
+
+def exact_clustered_dominance_orders(
+    lists, n_items: int, p: float, theta: float, d: float = 0.0, n_dims: int = 2
+):
+    """As :func:`exact_clustered_total_orders` with each cluster's order the dominance order
+    of ``n_dims`` independent columns of exchangeable utilities (``a`` above ``b`` iff it is
+    higher in every column): every tuple of column permutations is equally likely, so the
+    prior of the orders is an enumeration over ``(M!)^K`` tuples."""
+    n = len(lists)
+    perms = list(itertools.permutations(range(n_items)))
+    relations = []
+    for columns in itertools.product(perms, repeat=n_dims):
+        rank = [{item: r for r, item in enumerate(col)} for col in columns]
+        relations.append(
+            [[all(rk[a] < rk[b] for rk in rank) for b in range(n_items)] for a in range(n_items)]
+        )
+    lik = np.array([[linear_extension_list_lik(h, y, p) for h in relations] for y in lists])
+    co = np.zeros((n, n))
+    k_dist = np.zeros(n + 1)
+    total = 0.0
+    for blocks in set_partitions(n):
+        weight = eppf([len(b) for b in blocks], theta, d)
+        for b in blocks:
+            weight *= float(np.mean(np.prod(lik[b], axis=0)))
+        total += weight
+        k_dist[len(blocks)] += weight
+        for b in blocks:
+            co[np.ix_(b, b)] += weight
+    return co / total, k_dist / total
+
+
 def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws, seed=0):
     """Mean and standard deviation of rows ``x_j ~ N(mean_j, scale² ((1-ρ) I + ρ 1 1ᵀ))``
     (independent rows, ``mean`` ``(M, K)``) conditioned on every column having the rank

@@ -39,6 +39,7 @@ __all__ = [
     "interval_points",
     "interval_log_masses",
     "sample_interval_mixture",
+    "interval_mixture_log_density",
     "truncated_normal",
     "cell_draws",
 ]
@@ -109,6 +110,27 @@ def sample_interval_mixture(log_lik, low, high, mu: float, sd: float, u_pick, u_
     r = min(int(np.searchsorted(cum, u_pick * cum[-1], side="right")), w.shape[0] - 1)
     x = truncated_normal(low[r], high[r], mu, sd, u_draw)
     return float(x), r
+
+
+def interval_mixture_log_density(log_lik, low, high, mu: float, sd: float, x: float) -> float:
+    r"""Log-density at ``x`` of the draw of :func:`sample_interval_mixture`:
+
+    .. math::
+
+        \log p(x) = \log L_r + \log φ\big(\tfrac{x - μ}{σ}\big) - \log σ
+            - \log \sum_c L_c \,[Φ(β_c) - Φ(α_c)], \qquad x \in I_r,
+
+    ``-∞`` where ``x`` is on an end (a tie: another order, of probability zero)."""
+    r = int(np.searchsorted(np.asarray(high, dtype=float), x, side="left"))
+    if r >= len(high) or not low[r] < x < high[r]:
+        return -math.inf
+    log_w = np.asarray(log_lik, dtype=float) + interval_log_masses(low, high, mu, sd)
+    top = float(np.max(log_w))
+    if not math.isfinite(top):
+        return -math.inf
+    log_norm = top + math.log(float(np.sum(np.exp(log_w - top))))
+    z = (x - mu) / sd
+    return float(log_lik[r]) - 0.5 * z * z - 0.5 * math.log(2 * math.pi) - math.log(sd) - log_norm
 
 
 def truncated_normal(low, high, mu, sd, uniform):

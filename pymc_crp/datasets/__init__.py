@@ -107,7 +107,8 @@ def read_preflib(path, ties: str = "error") -> RankData:
                 names[int(m.group(1))] = m.group(2).strip()
         elif line.strip():
             body.append(line)
-    if n_items is None:  # legacy format: n, then n lines "i,name", then a counts line
+    legacy = n_items is None
+    if legacy:  # legacy format: n, then n lines "i,name", then a counts line
         if not body:
             raise ValueError(f"{path.name}: no header and no data lines (not a PrefLib file)")
         try:
@@ -122,6 +123,7 @@ def read_preflib(path, ties: str = "error") -> RankData:
             ) from None
     if n_items < 1:
         raise ValueError(f"{path.name}: the number of alternatives must be positive, got {n_items}")
+    if legacy:  # "count,i1,i2,..." after the item lines and the voters line
         body = [
             ",".join(line.split(",")[:1]) + ":" + ",".join(line.split(",")[1:])
             for line in body[n_items + 2 :]

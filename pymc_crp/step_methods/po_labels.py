@@ -60,6 +60,7 @@ from pymc_crp.step_methods.model_graph import (
     prior_draw_function,
     term_logps,
 )
+from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
 
 __all__ = ["PartialOrderLabelGibbs"]
 
@@ -104,7 +105,7 @@ class PartialOrderLabelState(StepMethodState):
     _iteration: int
 
 
-class PartialOrderLabelGibbs(BlockedStep):
+class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
     """Algorithm 8 label sweeps for clustered partial orders (see the module docstring).
 
     Parameters
@@ -114,6 +115,14 @@ class PartialOrderLabelGibbs(BlockedStep):
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
     merge_split : int, default 20
         Merge--split proposals per step, made before the sweep (0: none).
+    informed_split_merge : int, default 0
+        Split--merge proposals per step whose new cluster's utilities are fitted to its lists
+        by a restricted Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`), made after
+        the blind ones; needs an equicorrelated normal slot prior (as in
+        :func:`~pymc_crp.models.clustered_partial_orders`). Off by default: on 1,000
+        simulated rankings one proposal per step cost 2.3x the time per iteration and was
+        accepted once in 8,000 steps once the chains had left the annealed start
+        (``benchmarks/po_convergence.py``, variant ``inf1``).
     anneal : int, default 700
         While tuning, the label moves see the lists' log-likelihoods times
         ``β = min(1, (t + 1)/anneal)`` at tuning iteration ``t`` (simulated annealing of the
@@ -151,6 +160,8 @@ class PartialOrderLabelGibbs(BlockedStep):
         "n_clusters": (np.int64, []),
         "merges": (np.int64, []),
         "splits": (np.int64, []),
+        "informed_merges": (np.int64, []),
+        "informed_splits": (np.int64, []),
         "slots_full": (bool, []),
         "warning": (SamplerWarning, None),
     }
@@ -162,6 +173,7 @@ class PartialOrderLabelGibbs(BlockedStep):
         *,
         n_aux: int = 3,
         merge_split: int = 20,
+        informed_split_merge: int = 0,
         sweep: bool = True,
         anneal: int = 700,
         model=None,
@@ -186,8 +198,6 @@ class PartialOrderLabelGibbs(BlockedStep):
             raise TypeError(f"merge_split must be a non-negative integer, got {merge_split!r}")
         if merge_split < 0:
             raise ValueError(f"merge_split must be a non-negative integer, got {merge_split}")
-        if not sweep and merge_split == 0:
-            raise ValueError("sweep=False needs merge_split > 0 (no label move is left)")
         terms = dependent_terms(model, value_var, term_logps(model), exclude=(label_rv,))
         if len(terms) != 1 or not isinstance(terms[0].owner.op, PartialOrderListsRV):
             raise ValueError(
@@ -232,6 +242,12 @@ class PartialOrderLabelGibbs(BlockedStep):
         )
         self._draw_fn, self._draw_rng = prior_draw_function(model, [utility_rv], compile_kwargs)
         self._warned = False
+        self._informed_setup(model, utility_rv, compile_kwargs, informed_split_merge)
+        if not sweep and merge_split == 0 and self.informed_split_merge == 0:
+            raise ValueError(
+                "sweep=False needs merge_split > 0 or informed_split_merge > 0 (no label move "
+                "is left)"
+            )
 
     def _prior_draws(self, point) -> np.ndarray:
         """``L`` independent draws of one slot's utilities from the slot prior."""
@@ -338,10 +354,14 @@ class PartialOrderLabelGibbs(BlockedStep):
             pool["used"] += 1
             return pool["draws"][pool["used"] - 1]
 
-        merges = splits = refused = 0
-        if self.merge_split:
+        merges = splits = refused = informed_merges = informed_splits = 0
+        if self.merge_split or self.informed_split_merge:
             moves = _MergeSplitState(labels, ll, utilities, noise, theta, discount, next_draw)
-            merges, splits, refused = self._merge_split(moves)
+            if self.merge_split:
+                merges, splits, refused = self._merge_split(moves)
+            if self.informed_split_merge:
+                informed_merges, informed_splits, more = self._informed_moves(moves, point)
+                refused += more
         sweep = SweepState(labels, n_slots)
         if self.sweep:
             self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
@@ -355,6 +375,8 @@ class PartialOrderLabelGibbs(BlockedStep):
             "n_clusters": int(np.count_nonzero(sweep.counts)),
             "merges": merges,
             "splits": splits,
+            "informed_merges": informed_merges,
+            "informed_splits": informed_splits,
             "slots_full": n_full > 0,
             "warning": None,
         }

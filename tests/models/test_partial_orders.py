@@ -171,3 +171,7 @@ def test_witness_data_and_preflib_reader(tmp_path):
     with pytest.raises(ValueError, match="tie"):
         pmc.datasets.read_preflib(toi)
     assert pmc.datasets.read_preflib(toi, ties="truncate").lists == [[1]]
+    legacy = tmp_path / "legacy.soi"  # item count, item lines, voters line, "count,ranking"
+    legacy.write_text("3\n1,a\n2,b\n3,c\n3,3,2\n2,1,3\n1,3,2,1\n")
+    read = pmc.datasets.read_preflib(legacy)
+    assert read.lists == [[0, 2], [0, 2], [2, 1, 0]] and read.item_names == ["a", "b", "c"]

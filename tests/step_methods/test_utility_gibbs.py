@@ -31,6 +31,7 @@ import pymc_crp as pmc
 from pymc_crp.core.utility_gibbs import (
     cell_draws,
     equicorrelated_conditional,
+    interval_mixture_log_density,
     interval_points,
     sample_interval_mixture,
 )
@@ -68,6 +69,23 @@ def test_interval_mixture_draws_follow_their_cdf(mu):
     )  # fmt: skip
     assert stats.kstest(draws, wrong).pvalue < 1e-3
     assert np.all(draws != np.array([-1.0, 0.2, 0.9, 2.5])[:, None])
+
+
+@pytest.mark.parametrize("mu", [0.0, 3.5])
+def test_interval_mixture_density_is_the_derivative_of_its_cdf(mu):
+    """The density of the draw (used in the informed split--merge ratios) against a central
+    difference of the independent CDF, and it is -inf on the interval ends (ties)."""
+    low, high, _ = interval_points([-1.0, 0.2, 0.9, 2.5])
+    log_lik = np.array([-1.0, 0.5, -3.0, 0.0, 1.0])
+    for x in (-2.0, -0.3, 0.5, 1.7, 4.0):
+        h = 1e-5
+        numeric = (
+            mixture_cdf([x + h], log_lik, low, high, mu, 1.3)[0]
+            - mixture_cdf([x - h], log_lik, low, high, mu, 1.3)[0]
+        ) / (2 * h)
+        density = math.exp(interval_mixture_log_density(log_lik, low, high, mu, 1.3, x))
+        assert density == pytest.approx(numeric, rel=1e-5)
+    assert interval_mixture_log_density(log_lik, low, high, mu, 1.3, 0.2) == -math.inf
 
 
 def test_equicorrelated_conditional_matches_dense_algebra():
