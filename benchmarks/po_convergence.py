@@ -197,7 +197,15 @@ def main():
     parser.add_argument("--draws", type=int, default=300)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--cores", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated lists")
+    parser.add_argument(
+        "--sampler-seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="random_seed of pm.sample, one run per seed and variant (default: --seed + 1); "
+        "with several, the spread of R-hat and chain agreement over the seeds is printed",
+    )
     parser.add_argument("--timing-iterations", type=int, default=30)
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
@@ -232,11 +240,15 @@ def main():
     )
     if not args.skip_chains:
         variants = tuple(dict.fromkeys((args.baseline, *args.variants)))  # each run once
-        results = {v: run(lists, 10, args, v, args.seed + 1) for v in variants}
-        old = results[args.baseline]
-        for variant in variants[1:] or variants:  # --variants X --baseline X: X alone
-            print(f"--- {variant} against {args.baseline} ---")
-            report(old, results[variant])
+        seeds = args.sampler_seeds or [args.seed + 1]
+        runs = {v: [run(lists, 10, args, v, seed) for seed in seeds] for v in variants}
+        for seed_index, seed in enumerate(seeds):
+            old = runs[args.baseline][seed_index]
+            for variant in variants[1:] or variants:  # --variants X --baseline X: X alone
+                print(f"--- {variant} against {args.baseline} (random_seed={seed}) ---")
+                report(old, runs[variant][seed_index])
+        if len(seeds) > 1:
+            spread(runs, seeds)
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
     start = truth.copy()
     start[:9] = 5 + np.arange(9) % 3
@@ -272,6 +284,20 @@ def simulate_many_items(n_lists, n_items, rng, length=10, p=0.1, n_dims=3):
         for a in truth
     ]
     return lists, truth
+
+
+def spread(runs, seeds):
+    """Per variant, the smallest and largest R-hat of each quantity and chain agreement over
+    the sampler seeds."""
+    print(f"--- spread over random_seed {seeds} ---")
+    for variant, results in runs.items():
+        print(f"{variant}:")
+        for name in QUANTITIES:
+            values = [r["rhat"][name] for r in results if name in r["rhat"]]
+            if values:
+                print(f"  R-hat {name:<16} {min(values):6.3f} .. {max(values):6.3f}")
+        aris = [r["ari_min"] for r in results]
+        print(f"  ARI min between chains  {min(aris):6.3f} .. {max(aris):6.3f}")
 
 
 def report(old, new):
