@@ -141,6 +141,9 @@ def load_albury_ballots(
     (``min_length``) and subsample (``n_ballots``), as recorded in ``description``. Keep the
     notice with any use of the data.
 
+    ``examples/albury_ballots.py`` fits :func:`pymc_crp.models.clustered_partial_orders` to
+    1,000 of the ballots ranking at least two candidates.
+
     Examples
     --------
     >>> from pymc_crp.datasets import load_albury_ballots
