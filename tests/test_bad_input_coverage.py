@@ -20,7 +20,8 @@ def _cases(path: Path) -> list:
 
 
 def test_bad_input_tables_cover_every_public_callable():
-    """Every public callable of ``pymc_crp``, ``pymc_crp.models`` and the PrefLib reader."""
+    """Every public callable of ``pymc_crp``, ``pymc_crp.models`` and the data-set readers
+    that take arguments (``read_preflib``, ``load_albury_ballots``)."""
     assert len(TABLES) == 5, TABLES
     covered = set().union(*(targets(case) for path in TABLES for case in _cases(path)))
     expected = {
@@ -28,7 +29,7 @@ def test_bad_input_tables_cover_every_public_callable():
         for name in pmc.__all__
         if callable(getattr(pmc, name)) and name != "ConsensusOrder"  # a plain result record
     }
-    expected |= set(pmc.models.__all__) | {"read_preflib"}
+    expected |= set(pmc.models.__all__) | {"read_preflib", "load_albury_ballots"}
     missing = expected - covered
     assert not missing, f"no bad-input case for {sorted(missing)}"
 

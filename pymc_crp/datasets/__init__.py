@@ -2,6 +2,9 @@
 
 * :func:`load_witness_lists` — 15 witness lists of bishops in the royal charters of 1135
   (Nicholls et al., 2025), ranked lists over subsets of 16 items.
+* :func:`load_albury_ballots` — 46,347 optional-preferential ballots over 5 candidates, NSW
+  Legislative Assembly 2015, district of Albury (© State of New South Wales through the NSW
+  Electoral Commission, CC BY 4.0; via PrefLib).
 * :func:`load_galaxies` — the velocities of 82 galaxies (Roeder, 1990).
 * :func:`read_preflib` — PrefLib ``.soc``, ``.soi`` and ``.toi`` files.
 """
@@ -16,7 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["RankData", "load_galaxies", "load_witness_lists", "read_preflib"]
+__all__ = [
+    "RankData",
+    "load_albury_ballots",
+    "load_galaxies",
+    "load_witness_lists",
+    "read_preflib",
+]
 
 
 @dataclass
@@ -69,6 +78,114 @@ def load_witness_lists() -> RankData:
         n_items=16,
         item_names=[f"bishop {b}" for b in range(1, 17)],
         description="\n".join(header),
+    )
+
+
+_ALBURY_NOTICE = (
+    "© State of New South Wales through the NSW Electoral Commission. Licensed under CC BY 4.0 "
+    "(https://creativecommons.org/licenses/by/4.0/); see https://elections.nsw.gov.au/copyright. "
+    "Via PrefLib (https://www.preflib.org), data set 00058 'nswla', file 00058-00000001.soi."
+)
+
+
+def load_albury_ballots(
+    min_length: int = 2, n_ballots: int | None = None, seed: int = 0
+) -> RankData:
+    """Ballots of the 2015 NSW Legislative Assembly election in the district of Albury.
+
+    All 46,347 formal ballots of the district; each ballot ranks 1 to 5 of the 5 candidates
+    (optional preferential voting: a voter numbers as many candidates as they like, best
+    first). Items are the candidates in the PrefLib numbering, 0-based:
+
+    * item 0, ``JACKSON Ross`` (Labor): 14,684 first preferences;
+    * item 1, ``WADE Kym`` (Christian Democrats): 1,254;
+    * item 2, ``MARRA John`` (No Land Tax): 1,006;
+    * item 3, ``APLIN Greg`` (Liberal, elected): 26,800;
+    * item 4, ``KING Niloufer`` (Greens): 2,603.
+
+    List lengths: 27,726 ballots rank one candidate (18,502 of them APLIN only, 7,063
+    JACKSON only), 3,377 rank two, 324 three, 161 four and 14,759 all five; 18,621 rank at
+    least two. There are 238 distinct ballots. The party labels (from the published results,
+    whose first-preference counts the file reproduces) are not part of the data and are given
+    only to help read clusters.
+
+    Parameters
+    ----------
+    min_length : int, default 2
+        Keep the ballots ranking at least this many candidates, 1 to 5. A ballot naming one
+        candidate says nothing about the order of the others, so it adds no order information
+        to a list likelihood (it only weighs on cluster sizes); 1 keeps every ballot.
+    n_ballots : int, optional
+        Draw this many of the kept ballots without replacement (returned in file order), with
+        ``numpy.random.default_rng(seed)``; default all of them.
+    seed : int, default 0
+        Seed of the subsample (the same ``seed`` and arguments give the same ballots).
+
+    Returns
+    -------
+    RankData
+        ``lists`` (0-based candidates, best first), ``n_items = 5``, ``item_names`` as above
+        and a ``description`` holding the source, the licence notice and the selection made.
+
+    Notes
+    -----
+    Source: NSW Electoral Commission, 2015 NSW State Election, Legislative Assembly, Albury,
+    via PrefLib data set 00058 "nswla" (file ``00058-00000001.soi``, GitHub
+    ``PrefLib/PrefLib-Data`` commit ``bf857e11d98c6738d09dc97919a46b138c47b5f9``).
+
+    © State of New South Wales through the NSW Electoral Commission. Licensed under the
+    Creative Commons Attribution 4.0 International licence (CC BY 4.0,
+    https://creativecommons.org/licenses/by/4.0/; https://elections.nsw.gov.au/copyright).
+    Changes: comment lines stating source and licence were added to the shipped file
+    (``pymc_crp/datasets/albury_2015.soi``); this function may drop short ballots
+    (``min_length``) and subsample (``n_ballots``), as recorded in ``description``. Keep the
+    notice with any use of the data.
+
+    ``examples/albury_ballots.py`` fits :func:`pymc_crp.models.clustered_partial_orders` to
+    1,000 of the ballots ranking at least two candidates.
+
+    Examples
+    --------
+    >>> from pymc_crp.datasets import load_albury_ballots
+    >>> data = load_albury_ballots(n_ballots=1000, seed=0)
+    >>> len(data.lists), data.n_items
+    (1000, 5)
+    """
+    if isinstance(min_length, bool) or not isinstance(min_length, int | np.integer):
+        raise ValueError(f"min_length must be an integer from 1 to 5, got {min_length!r}")
+    if not 1 <= min_length <= 5:
+        raise ValueError(f"min_length must be an integer from 1 to 5, got {min_length!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if n_ballots is not None and (
+        isinstance(n_ballots, bool) or not isinstance(n_ballots, int | np.integer) or n_ballots < 1
+    ):
+        raise ValueError(f"n_ballots must be a positive integer or None, got {n_ballots!r}")
+    with resources.as_file(resources.files(__name__).joinpath("albury_2015.soi")) as path:
+        data = read_preflib(path)
+    lists = [lst for lst in data.lists if len(lst) >= min_length]
+    selection = f"the {len(lists):,} ballots ranking at least {min_length} candidate(s)"
+    if n_ballots is not None:
+        if n_ballots > len(lists):
+            raise ValueError(
+                f"n_ballots={n_ballots:,} is more than the {len(lists):,} ballots ranking at "
+                f"least min_length={min_length} candidates"
+            )
+        rng = np.random.default_rng(seed)
+        keep = np.sort(rng.choice(len(lists), size=int(n_ballots), replace=False))
+        lists = [lists[i] for i in keep]
+        selection = (
+            f"{int(n_ballots):,} ballots drawn without replacement (numpy default_rng(seed={seed}))"
+            f" from {selection}"
+        )
+    return RankData(
+        lists=lists,
+        n_items=data.n_items,
+        item_names=data.item_names,
+        description=(
+            "NSW Legislative Assembly 2015, district of Albury: ballots (source: NSW Electoral "
+            f"Commission). {_ALBURY_NOTICE} Selection: {selection}."
+        ),
     )
 
 

@@ -25,6 +25,8 @@ from bad_inputs import (
 
 import pymc_crp as pmc
 
+ALBURY = pmc.datasets.load_albury_ballots
+
 CASES = [
     # ---- model builders ---------------------------------------------------------------------
     (PO, dict(lists=[[0, 1, 1]], n_items=4), ValueError, r"lists\[0\] repeats item 1"),
@@ -118,6 +120,18 @@ CASES = [
     (preflib, dict(tmp_text=HEAD), ValueError, "holds no rankings"),
     (preflib, dict(tmp_text="1: 1,2,3\n"), ValueError, "cannot read the header"),
     (preflib, dict(tmp_text=HEAD + "1: 1,2,3\n", ties="x"), ValueError, "ties must be"),
+    (ALBURY, dict(min_length=0), ValueError, "min_length must be an integer from 1 to 5"),
+    (ALBURY, dict(min_length=6), ValueError, "min_length must be an integer from 1 to 5"),
+    (ALBURY, dict(min_length=2.0), ValueError, "min_length"),
+    (ALBURY, dict(min_length=True), ValueError, "min_length"),
+    (ALBURY, dict(n_ballots=0), ValueError, "n_ballots must be a positive integer"),
+    (ALBURY, dict(n_ballots=-5), ValueError, "n_ballots must be a positive integer"),
+    (ALBURY, dict(n_ballots=10.0), ValueError, "n_ballots must be a positive integer"),
+    (ALBURY, dict(n_ballots=False), ValueError, "n_ballots must be a positive integer"),
+    (ALBURY, dict(n_ballots=18_622), ValueError, r"n_ballots=18,622 is more than the 18,621"),
+    (ALBURY, dict(min_length=5, n_ballots=14_760), ValueError, r"n_ballots.*min_length=5"),
+    (ALBURY, dict(n_ballots=10, seed=-1), ValueError, "seed must be a non-negative integer"),
+    (ALBURY, dict(n_ballots=10, seed=1.5), ValueError, "seed must be a non-negative integer"),
 ]
 
 
