@@ -210,7 +210,7 @@ def read_preflib(path, ties: str = "error") -> RankData:
     if ties not in ("error", "truncate"):
         raise ValueError(f"ties must be 'error' or 'truncate', got {ties!r}")
     path = Path(path)
-    lines = path.read_text().splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     names: dict[int, str] = {}
     n_items = None
     body = []
