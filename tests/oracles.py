@@ -362,16 +362,12 @@ def total_order_list_lik(perm, y, p: float) -> float:
     return lik
 
 
-def exact_clustered_total_orders(
-    lists, n_items: int, p: float, theta: float, d: float = 0.0, power: float = 1.0
-):
-    """Lists clustered by a Pitman--Yor CRP, each cluster a uniformly random total order
-    (``n_dims = 1`` with exchangeable items): co-clustering matrix and ``P(K = k)``
-    (index ``k``) by enumeration of partitions and orders. ``power``: the target is the prior
-    times the likelihood to this power (tempered posterior; 0 gives the prior)."""
-    n = len(lists)
-    perms = list(itertools.permutations(range(n_items)))
-    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists]) ** power
+def _clustered_exchangeable_orders(lik, theta: float, d: float):
+    """Co-clustering matrix and ``P(K = k)`` of lists clustered by a Pitman--Yor CRP, each
+    cluster's order drawn uniformly from a finite set: ``lik[i, s]`` is the likelihood of list
+    ``i`` under order ``s``; a block's marginal likelihood is the mean over the orders of the
+    product over its lists."""
+    n = lik.shape[0]
     co = np.zeros((n, n))
     k_dist = np.zeros(n + 1)
     total = 0.0
@@ -384,6 +380,18 @@ def exact_clustered_total_orders(
         for b in blocks:
             co[np.ix_(b, b)] += weight
     return co / total, k_dist / total
+
+
+def exact_clustered_total_orders(
+    lists, n_items: int, p: float, theta: float, d: float = 0.0, power: float = 1.0
+):
+    """Lists clustered by a Pitman--Yor CRP, each cluster a uniformly random total order
+    (``n_dims = 1`` with exchangeable items): co-clustering matrix and ``P(K = k)``
+    (index ``k``) by enumeration of partitions and orders. ``power``: the target is the prior
+    times the likelihood to this power (tempered posterior; 0 gives the prior)."""
+    perms = list(itertools.permutations(range(n_items)))
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists]) ** power
+    return _clustered_exchangeable_orders(lik, theta, d)
 
 
 def linear_extension_list_lik(relation, y, p: float) -> float:
@@ -413,7 +421,6 @@ def exact_clustered_dominance_orders(
     of ``n_dims`` independent columns of exchangeable utilities (``a`` above ``b`` iff it is
     higher in every column): every tuple of column permutations is equally likely, so the
     prior of the orders is an enumeration over ``(M!)^K`` tuples."""
-    n = len(lists)
     perms = list(itertools.permutations(range(n_items)))
     relations = []
     for columns in itertools.product(perms, repeat=n_dims):
@@ -422,18 +429,7 @@ def exact_clustered_dominance_orders(
             [[all(rk[a] < rk[b] for rk in rank) for b in range(n_items)] for a in range(n_items)]
         )
     lik = np.array([[linear_extension_list_lik(h, y, p) for h in relations] for y in lists])
-    co = np.zeros((n, n))
-    k_dist = np.zeros(n + 1)
-    total = 0.0
-    for blocks in set_partitions(n):
-        weight = eppf([len(b) for b in blocks], theta, d)
-        for b in blocks:
-            weight *= float(np.mean(np.prod(lik[b], axis=0)))
-        total += weight
-        k_dist[len(blocks)] += weight
-        for b in blocks:
-            co[np.ix_(b, b)] += weight
-    return co / total, k_dist / total
+    return _clustered_exchangeable_orders(lik, theta, d)
 
 
 def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws, seed=0):

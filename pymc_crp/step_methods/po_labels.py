@@ -88,6 +88,22 @@ class _MergeSplitState:
         self.ll[rest, slot] = step._column(utilities, np.flatnonzero(rest), self.noise)
         self.utilities[slot] = utilities
 
+    def split(self, step, members, moved, s, t, utilities, ll_members, log_proposal) -> bool:
+        """Metropolis--Hastings test of the split of ``members[moved]`` from ``s`` into the
+        empty slot ``t`` with ``utilities`` (``ll_members`` the members' log-likelihoods under
+        them; ``log_proposal`` the proposal's terms of the log ratio); made if accepted."""
+        n_moved = int(np.sum(moved))
+        log_ratio = (
+            self.log_eppf_ratio(members.size - n_moved, n_moved)
+            + float(np.sum(ll_members[moved] - self.ll[members[moved], s]))
+            + log_proposal
+        )
+        if not accept(log_ratio, step.rng):
+            return False
+        self.set_slot(t, utilities, members, ll_members, step)
+        self.relabel(members[moved], s, t)
+        return True
+
     def relabel(self, rows, source, target) -> None:
         """Move lists ``rows`` from ``source`` to ``target``; an emptied slot's utilities are
         redrawn from the prior at the end of the step."""
@@ -292,18 +308,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         log_q = sequential_allocation(
             moves.ll[members, s], ll_new, sides, self.rng.random(members.size), True
         )
-        moved = sides == 1
-        n_b = int(moved.sum())
-        log_ratio = (
-            moves.log_eppf_ratio(members.size - n_b, n_b)
-            + float(np.sum(ll_new[moved] - moves.ll[members[moved], s]))
-            - log_q
-        )
-        if not accept(log_ratio, self.rng):
-            return False
-        moves.set_slot(t, psi, members, ll_new, self)
-        moves.relabel(members[moved], s, t)
-        return True
+        return moves.split(self, members, sides == 1, s, t, psi, ll_new, -log_q)
 
     def _merge_keep(self, moves, members, s, t) -> bool:
         """Merge of ``t`` into ``s``, which keeps its utilities (reverse of

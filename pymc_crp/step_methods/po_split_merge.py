@@ -263,19 +263,9 @@ class InformedSplitMerge:
     def _informed_split(self, moves, members, s, t, launch, prior) -> bool:
         """Split of ``s``: side ``B`` of the final scan into the empty slot ``t``."""
         sides, psi, log_q = self._final_scan(moves, members, s, launch, prior)
-        moved = sides == 1
         ll_new = self._column(psi, members, moves.noise)
-        log_ratio = (
-            moves.log_eppf_ratio(int(np.sum(~moved)), int(np.sum(moved)))
-            + float(np.sum(ll_new[moved] - moves.ll[members[moved], s]))
-            + prior.log_density(psi)
-            - log_q
-        )
-        if not accept(log_ratio, self.rng):
-            return False
-        moves.set_slot(t, psi, members, ll_new, self)
-        moves.relabel(members[moved], s, t)
-        return True
+        return moves.split(self, members, sides == 1, s, t, psi, ll_new,
+                           prior.log_density(psi) - log_q)  # fmt: skip
 
     def _informed_merge(self, moves, members, s, t, launch, prior) -> bool:
         """Merge of ``t`` into ``s`` (which keeps its utilities): the reverse of the split."""
