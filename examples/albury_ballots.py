@@ -11,9 +11,10 @@ first preferences) and how sure the posterior is of it (co-clustering probabilit
 
 Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, 2 shared cores; two
 runs gave the same draws): sampling 154-189 s; the VI point estimate over the 4,000 draws 93 s
-alone; 6 min 39 s for the whole script while another fit shared the cores. PyMC warns that all
-64 default slots were taken (1.3% of draws; with max_clusters=200 the slots never fill, the
-draws reach 67 clusters and the summaries barely move). The chains have NOT converged:
+alone; 6 min 39 s for the whole script while another fit shared the cores. These runs had 64
+slots, the default then, all taken in 1.3% of the draws (the draws reach 67 clusters); the
+default is now 96 (never all taken; a re-run gave R-hat 1.18-1.41, bulk ESS 9-16, 120 s of
+sampling). The chains have NOT converged (the 64-slot run):
 
     quantity                 mean    sd     R-hat  bulk ESS
     cluster_n_clusters       38.2    9.9    1.44    8
