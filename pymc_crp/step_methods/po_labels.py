@@ -88,6 +88,22 @@ class _MergeSplitState:
         self.ll[rest, slot] = step._column(utilities, np.flatnonzero(rest), self.noise)
         self.utilities[slot] = utilities
 
+    def pick_pair(self, rng) -> tuple[np.ndarray, int, int, bool]:
+        """An ordered pair of lists ``i ≠ j`` and the other members of their clusters in random
+        order: ``(members, s, t, split)`` with ``members = [i, j, …]``, ``s`` the slot of ``i``
+        and, for a split (``c_i = c_j``), ``t`` a uniformly chosen empty slot (``-1`` if none is
+        empty), else the slot of ``j``."""
+        labels = self.labels
+        i, j = rng.choice(labels.shape[0], size=2, replace=False)
+        s, t = int(labels[i]), int(labels[j])
+        others = np.flatnonzero((labels == s) | (labels == t))
+        others = others[(others != i) & (others != j)]
+        members = np.concatenate(([i, j], rng.permutation(others)))
+        if s != t:
+            return members, s, t, False
+        free = np.flatnonzero(self.counts == 0)
+        return members, s, int(free[rng.integers(free.size)]) if free.size else -1, True
+
     def split(self, step, members, moved, s, t, utilities, ll_members, log_proposal) -> bool:
         """Metropolis--Hastings test of the split of ``members[moved]`` from ``s`` into the
         empty slot ``t`` with ``utilities`` (``ll_members`` the members' log-likelihoods under
@@ -280,24 +296,15 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         """``self.merge_split`` proposals of :mod:`pymc_crp.core.slot_merge_split`; the state is
         updated in place. Returns ``(merges, splits, refused)`` (``refused``: splits with no
         empty slot)."""
-        labels = moves.labels
-        n_lists = labels.shape[0]
         merges = splits = refused = 0
         for _ in range(self.merge_split):
-            i, j = self.rng.choice(n_lists, size=2, replace=False)
-            s, t = int(labels[i]), int(labels[j])
-            others = np.flatnonzero((labels == s) | (labels == t))
-            others = others[(others != i) & (others != j)]
-            members = np.concatenate(([i, j], self.rng.permutation(others)))
-            if s != t:
-                merges += self._merge_keep(moves, members, s, t)
-                continue
-            free = np.flatnonzero(moves.counts == 0)
-            if free.size == 0:
+            members, s, t, split = moves.pick_pair(self.rng)
+            if t < 0:
                 refused += 1
-                continue
-            t = int(free[self.rng.integers(free.size)])
-            splits += self._split_prior(moves, members, s, t)
+            elif split:
+                splits += self._split_prior(moves, members, s, t)
+            else:
+                merges += self._merge_keep(moves, members, s, t)
         return merges, splits, refused
 
     def _split_prior(self, moves, members, s, t) -> bool:

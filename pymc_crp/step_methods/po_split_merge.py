@@ -144,22 +144,14 @@ class InformedSplitMerge:
     def _informed_moves(self, moves, point) -> tuple[int, int, int]:
         """``self.informed_split_merge`` proposals; returns ``(merges, splits, refused)``."""
         prior = _SlotPriorParams(*(np.asarray(v) for v in self._slot_prior_fn(point)))
-        labels = moves.labels
         merges = splits = refused = 0
         for _ in range(self.informed_split_merge):
-            i, j = self.rng.choice(labels.shape[0], size=2, replace=False)
-            s, t = int(labels[i]), int(labels[j])
-            others = np.flatnonzero((labels == s) | (labels == t))
-            others = others[(others != i) & (others != j)]
-            members = np.concatenate(([i, j], self.rng.permutation(others)))
-            if s == t:
-                free = np.flatnonzero(moves.counts == 0)
-                if free.size == 0:
-                    refused += 1
-                    continue
-                t = int(free[self.rng.integers(free.size)])
+            members, s, t, split = moves.pick_pair(self.rng)
+            if t < 0:
+                refused += 1
+                continue
             launch = self._launch(moves, members, s, prior)
-            if int(labels[i]) == int(labels[j]):
+            if split:
                 splits += self._informed_split(moves, members, s, t, launch, prior)
             else:
                 merges += self._informed_merge(moves, members, s, t, launch, prior)
