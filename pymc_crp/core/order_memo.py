@@ -184,13 +184,13 @@ def _store(keys, vals, table, meta, n, h, ratios, i):
 
 
 @_leaf
-def _count_small(below, full, cnt, stamp, gen, mark, queue, passes):
-    """``C(S)`` of the set ``full`` of ranks (rank-space order: ``below[x]`` the ranks below
+def _count_small(code, full, cnt, stamp, gen, mark, queue, passes):
+    """``C(S)`` of the set ``full`` of ranks (rank-space order: ``code[x]`` the ranks above
     ``x``), counted forward over the down-sets ``D`` of ``full`` by size: ``C(∅) = 1`` and
-    each ``D`` adds ``C(D)`` to ``C(D ∪ x)`` for every ``x`` of ``full - D`` whose lower
-    items in ``full`` all lie in ``D`` (so ``C(D) = sum_{x maximal in D} C(D - x)``, complete
-    when ``D`` leaves the queue: its subsets are smaller). Counts are kept in ``cnt[S]``,
-    valid where ``stamp[S] == gen`` (also across calls: ``C(S)`` depends on ``S`` alone);
+    each ``D`` adds ``C(D)`` to ``C(D ∪ x)`` for every ``x`` of ``full - D`` above no other
+    item of ``full - D`` (so ``C(D) = sum_{x maximal in D} C(D - x)``, complete when ``D``
+    leaves the queue: its subsets are smaller). Counts are kept in ``cnt[S]``, valid where
+    ``stamp[S] == gen`` (also across calls: ``C(S)`` depends on ``S`` alone);
     ``mark[S] == passes[0]`` marks the sets queued by this call."""
     if _popcount(full) <= 1:
         return 1.0
@@ -207,27 +207,31 @@ def _count_small(below, full, cnt, stamp, gen, mark, queue, passes):
         head += 1
         stamp[d] = gen
         c = cnt[d]
-        w = full & ~d
+        rest = full & ~d
+        blocked = np.int64(0)  # the items above an item of rest
+        w = rest
         while w != 0:
-            x = _ctz(w)
+            blocked |= code[_ctz(w)]
             w &= w - 1
-            if (below[x] & full & ~d) == 0:
-                nd = d | (np.int64(1) << x)
-                if mark[nd] != pass_id:  # first reached in this call
-                    mark[nd] = pass_id
-                    queue[tail] = nd
-                    tail += 1
-                    if stamp[nd] != gen:
-                        cnt[nd] = c
-                elif stamp[nd] != gen:
-                    cnt[nd] += c
+        w = rest & ~blocked
+        while w != 0:
+            nd = d | (w & -w)
+            w &= w - 1
+            if mark[nd] != pass_id:  # first reached in this call
+                mark[nd] = pass_id
+                queue[tail] = nd
+                tail += 1
+                if stamp[nd] != gen:
+                    cnt[nd] = c
+            elif stamp[nd] != gen:
+                cnt[nd] += c
     return cnt[full]
 
 
 @_leaf
-def _small_ratios(lists, i, n, rank_of, code, below, scratch, gen, ratios):
+def _small_ratios(lists, i, n, rank_of, code, scratch, gen, ratios):
     """Count ratios of list ``i`` (``n <= MAX_SMALL_LENGTH`` items) from its rank-space order
-    (``code[r]`` the ranks above rank ``r``, ``below[r]`` those below it):
+    (``code[r]`` the ranks above rank ``r``):
     ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else 0
     (:func:`_count_small`, ``scratch = (cnt, stamp, mark, queue, passes)``; counts are exact
     integers below ``2^53``, so they equal the general kernel's bit for bit)."""
@@ -240,8 +244,8 @@ def _small_ratios(lists, i, n, rank_of, code, below, scratch, gen, ratios):
         ratio = 0.0
         if (code[r] & rest) == 0:
             if c_now < 0.0:
-                c_now = _count_small(below, rest, cnt, stamp, gen, mark, queue, passes)
-            c_next = _count_small(below, rest & ~bit, cnt, stamp, gen, mark, queue, passes)
+                c_now = _count_small(code, rest, cnt, stamp, gen, mark, queue, passes)
+            c_next = _count_small(code, rest & ~bit, cnt, stamp, gen, mark, queue, passes)
             ratio = c_next / c_now
             c_now = c_next
         else:
@@ -279,7 +283,6 @@ def memo_ratios_kernel(
     rank_of = np.empty(MAX_KERNEL_ITEMS, np.int64)
     code = np.empty(n_code, np.uint64)
     small = np.empty(n_code, np.int64)
-    below = np.empty(n_code, np.int64)
     binom = (binom_f, np.empty((0, 1, 1), np.uint64))
     m = _new_count_memo(np.empty(0, np.uint64), max_states)
     use = vals.shape[0] > 0
@@ -290,15 +293,8 @@ def memo_ratios_kernel(
         n = lengths[i]
         if n <= MAX_MEMO_LENGTH and (last < 0 or not _same_items(lists, lengths, i, last)):
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
-            n_small = n if n <= MAX_SMALL_LENGTH else 0
-            for r in range(n_small):
+            for r in range(n if n <= MAX_SMALL_LENGTH else 0):
                 small[r] = np.int64(code[r])
-                below[r] = 0
-            for r in range(n_small):  # below[c]: the ranks r with c above r
-                w = small[r]
-                while w != 0:
-                    below[_ctz(w)] |= np.int64(1) << r
-                    w &= w - 1
             gen += 1  # counts of other items (or another order) are stale
             last = i
         h = _ZERO
@@ -312,7 +308,7 @@ def memo_ratios_kernel(
                 continue
             meta[2] += 1
         if n <= MAX_SMALL_LENGTH:
-            _small_ratios(lists, i, n, rank_of, small, below, scratch, gen, ratios)
+            _small_ratios(lists, i, n, rank_of, small, scratch, gen, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)
             while 0 <= reached <= t:
