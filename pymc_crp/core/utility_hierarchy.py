@@ -22,7 +22,23 @@ import math
 
 import numpy as np
 
-__all__ = ["collapsed_log_density", "equicorrelated_quadratic"]
+__all__ = ["collapsed_log_density", "equicorrelated_quadratic", "last_axis_mean"]
+
+_SEQUENTIAL_BELOW = 8  # NumPy sums fewer terms one after the other (pairwise from 8 on)
+
+
+def last_axis_mean(x: np.ndarray) -> np.ndarray:
+    r"""``x.mean(axis=-1, keepdims=True)`` with NumPy's bits, by columns when the last axis
+    is short: ``\bar x = (((0 + x_0) + x_1) + … + x_{K-1}) / K`` for ``K < 8`` (the order in
+    which NumPy reduces fewer than 8 terms), a few passes over the array instead of a
+    reduction along an axis of length ``K``, which NumPy does slowly."""
+    k = x.shape[-1]
+    if not 0 < k < _SEQUENTIAL_BELOW:
+        return x.mean(axis=-1, keepdims=True)
+    total = 0.0 + x[..., 0]
+    for column in range(1, k):
+        total += x[..., column]
+    return (total / k)[..., None]
 
 
 def equicorrelated_quadratic(x, rho):
