@@ -35,6 +35,12 @@ The draws come from the caller's ``numpy.random.Generator`` (Numba draws from it
 generator with NumPy's algorithms) in the order of the step's Python moves, and every sum
 is the one NumPy computes (:func:`numpy_sum`: pairwise, in blocks of 8), so the sweep is
 the same Markov chain as one move at a time, bit for bit.
+
+Compilation: :func:`item_sweep_kernel` links the kernels of
+:mod:`pymc_crp.core.order_memo` and :mod:`pymc_crp.core.restricted_orders` in, and its disk
+cache does not see edits there: after such an edit delete
+``pymc_crp/core/__pycache__/item_sweep*`` as well. (Cached compiled code must not recurse,
+hence the explicit stack of :func:`numpy_sum`.)
 """
 
 from __future__ import annotations
