@@ -17,7 +17,7 @@ A sweep visits the items ``j`` of a slot ``a`` in a given order; each gets the m
 
 ``h_a`` the dominance order of the slot's utilities, ``λ`` the likelihood temperature. The
 equicorrelated row density is the closed form of
-:func:`~pymc_crp.distributions.equicorrelated_normal.equicorrelated_log_ratio`,
+:func:`~pymc_crp.core.utility_hierarchy.equicorrelated_row_log_density`,
 
 .. math::
 
@@ -53,6 +53,7 @@ from numba import njit
 from pymc_crp.core.linext_support import _combine
 from pymc_crp.core.order_memo import memo_ratios_kernel
 from pymc_crp.core.restricted_orders import _move_item_changed
+from pymc_crp.core.utility_hierarchy import equicorrelated_row_log_density
 
 __all__ = ["item_sweep_kernel", "numpy_sum"]
 
@@ -113,22 +114,6 @@ def numpy_sum(a):  # pragma: no cover - compiled
             lo[top + 1], size[top + 1], split[top + 1] = lo[f] + half, size[f] - half, False
             top += 2
     return 0.0 + sums[0]
-
-
-@njit(cache=True, nogil=True)
-def _row_log_density(x, mean, head, one_minus, one_plus, scale2):  # pragma: no cover
-    """``-½(c + ((‖e‖² / (1-ρ) + K d̄² / (1+(K-1)ρ)) / s²))`` of one row (module docstring),
-    with the operations, in order, of ``equicorrelated_log_ratio``."""
-    k = x.shape[0]
-    total = x[0] - mean[0]
-    for q in range(1, k):
-        total += x[q] - mean[q]
-    centre = total / k
-    deviations = ((x[0] - mean[0]) - centre) * ((x[0] - mean[0]) - centre)
-    for q in range(1, k):
-        deviations += ((x[q] - mean[q]) - centre) * ((x[q] - mean[q]) - centre)
-    quad = (deviations / one_minus + k * (centre * centre) / one_plus) / scale2
-    return -0.5 * (head + quad)
 
 
 @njit(cache=True, nogil=True)
@@ -209,8 +194,8 @@ def item_sweep_kernel(
             old[q] = utilities[j, q]
             utilities[j, q] = old[q] + rw_scale * noise[q]
         c = constants[j]
-        log_ratio = _row_log_density(utilities[j], mean[j], c[0], c[1], c[2], c[3])
-        log_ratio -= _row_log_density(old, mean[j], c[0], c[1], c[2], c[3])
+        log_ratio = equicorrelated_row_log_density(utilities[j], mean[j], c[0], c[1], c[2], c[3])
+        log_ratio -= equicorrelated_row_log_density(old, mean[j], c[0], c[1], c[2], c[3])
         rows = by_item[starts[j] : starts[j + 1]] if j < starts.shape[0] - 1 else by_item[:0]
         new_words, changed = _move_item_changed(words, utilities, j, dual, masks, rows)
         new = np.empty(rows.shape[0])

@@ -24,7 +24,10 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_crp.core.utility_hierarchy import equicorrelated_quadratic
+from pymc_crp.core.utility_hierarchy import (
+    equicorrelated_quadratic,
+    equicorrelated_row_log_density,
+)
 from pymc_crp.distributions.params import RVParams, constant_value
 
 __all__ = [
@@ -143,20 +146,10 @@ def equicorrelated_log_ratio(new, old, mu, rho, scale, constants: dict) -> float
         both = equicorrelated_logpdf(np.stack((new, old)), mu, rho, scale)
         return float(both[0] - both[1])
     head, one_minus, one_plus, scale2 = equicorrelated_row_constants(rho, scale, k, constants)
-    means = mu.tolist()
-    out = []
-    for value in (new.tolist(), old.tolist()):
-        x = [v - m for v, m in zip(value, means, strict=True)]
-        total = x[0]
-        for v in x[1:]:
-            total += v
-        mean = total / k
-        deviations = (x[0] - mean) * (x[0] - mean)
-        for v in x[1:]:
-            deviations += (v - mean) * (v - mean)
-        quad = (deviations / one_minus + k * (mean * mean) / one_plus) / scale2
-        out.append(-0.5 * (head + quad))
-    return out[0] - out[1]
+    new, old, mu = (np.asarray(v, dtype=np.float64) for v in (new, old, mu))
+    return equicorrelated_row_log_density(
+        new, mu, head, one_minus, one_plus, scale2
+    ) - equicorrelated_row_log_density(old, mu, head, one_minus, one_plus, scale2)
 
 
 def _constant(x):
