@@ -422,6 +422,11 @@ class ListLikelihoodCache:
             raise _limit_error(rel.shape[1], max_states)
         self.computed += perm.size
 
+    def order_memo(self, list_set) -> OrderMemo:
+        """The :class:`~pymc_crp.core.order_memo.OrderMemo` of ``list_set``, for compiled
+        callers that count through it themselves (:mod:`pymc_crp.core.item_sweep`)."""
+        return self._order_memo(list_set)
+
     def _order_memo(self, list_set) -> OrderMemo:
         """The restricted-order memo of ``list_set``: each within a sixteenth of ``max_bytes``,
         all within an eighth (the oldest evicted), entries evicted to keep the bound."""

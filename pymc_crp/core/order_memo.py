@@ -25,15 +25,18 @@ it holds). Lists of more than 64 items bypass it.
 Lists of at most :data:`MAX_SMALL_LENGTH` items are counted from the same words, with sets of
 ranks as indices into an array of ``2^m`` counts (no hashing, no bitsets over all ``M``
 items): ``C(T) = \sum_{x \text{ maximal in } T} C(T \setminus x)``, ``C(T) = 1`` for
-``|T| \le 1``, depth first from each ``T_j``. Consecutive lists over the same items share the
-counts (lists over one item set, as when all lists rank the same items, count each set once).
+``|T| \le 1``, counted forward over the down-sets of each ``T_j`` not yet counted, smallest
+first (each down-set once, adding its count to the down-sets one item larger). Consecutive
+lists over the same items share the counts (lists over one item set, as when all lists rank
+the same items, count each set once).
 The counts are integers below ``m! < 2^{53}``, so every sum is exact and the ratios have the
 bits of the general kernel (:func:`~pymc_crp.core.linext_kernels.ratios_kernel`), which
 counts the longer lists.
 
 Compilation: :func:`memo_ratios_kernel` links the counting helpers of
-:mod:`pymc_crp.core.linext_kernels` in; its disk cache does not see edits there, so after such
-an edit delete ``pymc_crp/core/__pycache__/order_memo*`` as well.
+:mod:`pymc_crp.core.linext_kernels` in, and :func:`~pymc_crp.core.item_sweep.item_sweep_kernel`
+links it in; their disk caches do not see edits of what they link, so after such an edit
+delete ``pymc_crp/core/__pycache__/order_memo*`` and ``item_sweep*`` as well.
 """
 
 from __future__ import annotations
@@ -64,8 +67,6 @@ MAX_SMALL_LENGTH = 16
 """Longest list counted in rank space (``2^m`` counts; exact integers up to 18 items)."""
 
 _ALL = ~np.uint64(0)
-_SET = np.int64((1 << 62) - 1)
-_EXPANDED = np.int64(1 << 62)
 
 
 class OrderMemo:
@@ -183,56 +184,58 @@ def _store(keys, vals, table, meta, n, h, ratios, i):
 
 
 @_leaf
-def _count_small(code, full, cnt, stamp, gen, stack):
-    """``C(S)`` of the set ``full`` of ranks (rank-space order ``code``): depth-first, each
-    set ``S`` stored in ``cnt[S]`` (valid where ``stamp[S] == gen``) as
-    ``C(S) = sum_{x maximal in S} C(S - x)``, ``C(S) = 1`` for ``|S| <= 1``. A set is pushed
-    once (flag bit 62 clear), then summed when its children are known (flag set)."""
+def _count_small(code, full, cnt, stamp, gen, mark, queue, passes):
+    """``C(S)`` of the set ``full`` of ranks (rank-space order: ``code[x]`` the ranks above
+    ``x``), counted forward over the down-sets ``D`` of ``full`` by size: ``C(∅) = 1`` and
+    each ``D`` adds ``C(D)`` to ``C(D ∪ x)`` for every ``x`` of ``full - D`` above no other
+    item of ``full - D`` (so ``C(D) = sum_{x maximal in D} C(D - x)``, complete when ``D``
+    leaves the queue: its subsets are smaller). Counts are kept in ``cnt[S]``, valid where
+    ``stamp[S] == gen`` (also across calls: ``C(S)`` depends on ``S`` alone);
+    ``mark[S] == passes[0]`` marks the sets queued by this call."""
     if _popcount(full) <= 1:
         return 1.0
     if stamp[full] == gen:
         return cnt[full]
-    stack[0] = full
-    sp = 1
-    while sp > 0:
-        top = stack[sp - 1]
-        s = top & _SET
-        if stamp[s] == gen:
-            sp -= 1
-            continue
-        if top == s:  # first visit: push the unknown children
-            stack[sp - 1] = s | _EXPANDED
-            before = sp
-            w = s
-            while w != 0:
-                x = _ctz(w)
-                w &= w - 1
-                child = s & ~(np.int64(1) << x)
-                if (code[x] & s) == 0 and _popcount(child) > 1 and stamp[child] != gen:
-                    stack[sp] = child
-                    sp += 1
-            if sp > before:
-                continue
-        total = 0.0
-        w = s
+    passes[0] += 1
+    pass_id = passes[0]
+    mark[0] = pass_id
+    cnt[0] = 1.0
+    queue[0] = 0
+    head, tail = 0, 1
+    while head < tail:
+        d = queue[head]
+        head += 1
+        stamp[d] = gen
+        c = cnt[d]
+        rest = full & ~d
+        blocked = np.int64(0)  # the items above an item of rest
+        w = rest
         while w != 0:
-            x = _ctz(w)
+            blocked |= code[_ctz(w)]
             w &= w - 1
-            if (code[x] & s) == 0:
-                child = s & ~(np.int64(1) << x)
-                total += 1.0 if _popcount(child) <= 1 else cnt[child]
-        cnt[s] = total
-        stamp[s] = gen
-        sp -= 1
+        w = rest & ~blocked
+        while w != 0:
+            nd = d | (w & -w)
+            w &= w - 1
+            if mark[nd] != pass_id:  # first reached in this call
+                mark[nd] = pass_id
+                queue[tail] = nd
+                tail += 1
+                if stamp[nd] != gen:
+                    cnt[nd] = c
+            elif stamp[nd] != gen:
+                cnt[nd] += c
     return cnt[full]
 
 
 @_leaf
-def _small_ratios(lists, i, n, rank_of, code, cnt, stamp, gen, stack, ratios):
+def _small_ratios(lists, i, n, rank_of, code, scratch, gen, ratios):
     """Count ratios of list ``i`` (``n <= MAX_SMALL_LENGTH`` items) from its rank-space order
-    ``code``: ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else
-    0 (:func:`_count_small`; counts are exact integers below ``2^53``, so they equal the
-    general kernel's bit for bit)."""
+    (``code[r]`` the ranks above rank ``r``):
+    ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else 0
+    (:func:`_count_small`, ``scratch = (cnt, stamp, mark, queue, passes)``; counts are exact
+    integers below ``2^53``, so they equal the general kernel's bit for bit)."""
+    cnt, stamp, mark, queue, passes = scratch
     rest = (np.int64(1) << n) - 1  # T_j
     c_now = -1.0  # C(T_j) when known
     for j in range(n - 1):
@@ -241,8 +244,8 @@ def _small_ratios(lists, i, n, rank_of, code, cnt, stamp, gen, stack, ratios):
         ratio = 0.0
         if (code[r] & rest) == 0:
             if c_now < 0.0:
-                c_now = _count_small(code, rest, cnt, stamp, gen, stack)
-            c_next = _count_small(code, rest & ~bit, cnt, stamp, gen, stack)
+                c_now = _count_small(code, rest, cnt, stamp, gen, mark, queue, passes)
+            c_next = _count_small(code, rest & ~bit, cnt, stamp, gen, mark, queue, passes)
             ratio = c_next / c_now
             c_now = c_next
         else:
@@ -268,9 +271,13 @@ def memo_ratios_kernel(
         if longest < lengths[perm[t]] <= MAX_SMALL_LENGTH:
             longest = lengths[perm[t]]
     size = np.int64(1) << longest
-    cnt = np.empty(size)
-    stamp = np.zeros(size, np.int32)
-    stack = np.empty(MAX_SMALL_LENGTH * MAX_SMALL_LENGTH + 2, np.int64)
+    scratch = (  # of _count_small: cnt, stamp, mark, queue, passes
+        np.empty(size),
+        np.zeros(size, np.int32),
+        np.zeros(size, np.int32),
+        np.empty(size, np.int64),
+        np.zeros(1, np.int64),
+    )
     n_code = min(width, MAX_MEMO_LENGTH)
     ranked = np.empty(n_code, np.int64)
     rank_of = np.empty(MAX_KERNEL_ITEMS, np.int64)
@@ -301,7 +308,7 @@ def memo_ratios_kernel(
                 continue
             meta[2] += 1
         if n <= MAX_SMALL_LENGTH:
-            _small_ratios(lists, i, n, rank_of, small, cnt, stamp, gen, stack, ratios)
+            _small_ratios(lists, i, n, rank_of, small, scratch, gen, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)
             while 0 <= reached <= t:

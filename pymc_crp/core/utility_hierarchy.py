@@ -21,8 +21,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
-__all__ = ["collapsed_log_density", "equicorrelated_quadratic"]
+__all__ = [
+    "collapsed_log_density",
+    "equicorrelated_quadratic",
+    "equicorrelated_row_log_density",
+    "last_axis_mean",
+]
+
+_SEQUENTIAL_BELOW = 8  # NumPy sums fewer terms one after the other (pairwise from 8 on)
+
+
+def last_axis_mean(x: np.ndarray) -> np.ndarray:
+    r"""``x.mean(axis=-1, keepdims=True)`` with NumPy's bits, by columns when the last axis
+    is short: ``\bar x = (((0 + x_0) + x_1) + … + x_{K-1}) / K`` for ``K < 8`` (the order in
+    which NumPy reduces fewer than 8 terms), a few passes over the array instead of a
+    reduction along an axis of length ``K``, which NumPy does slowly."""
+    k = x.shape[-1]
+    if not 0 < k < _SEQUENTIAL_BELOW:
+        return x.mean(axis=-1, keepdims=True)
+    total = 0.0 + x[..., 0]
+    for column in range(1, k):
+        total += x[..., column]
+    return (total / k)[..., None]
 
 
 def equicorrelated_quadratic(x, rho):
@@ -39,6 +61,28 @@ def equicorrelated_quadratic(x, rho):
     mean = x.mean(axis=-1, keepdims=True)
     deviations = ((x - mean) ** 2).sum(axis=-1)
     return deviations / (1.0 - rho) + k * mean[..., 0] ** 2 / (1.0 + (k - 1) * rho)
+
+
+@njit(cache=True, nogil=True)
+def equicorrelated_row_log_density(x, mean, head, one_minus, one_plus, scale2):  # pragma: no cover
+    r"""``log N(x; μ, s² Σ_ρ)`` of one row ``x`` ``(K,)`` from its constants
+    ``c = K log 2π + (K-1) log(1-ρ) + log(1+(K-1)ρ) + 2K log s``, ``1-ρ``, ``1+(K-1)ρ``, ``s²``:
+
+    .. math:: -\tfrac12\Big(c + \frac{1}{s^2}\Big(\frac{\lVert e \rVert^2}{1-ρ}
+        + \frac{K \bar d^2}{1+(K-1)ρ}\Big)\Big), \qquad d = x - μ,\ e = d - \bar d \mathbf 1,
+
+    summing left to right (NumPy's order for ``K < 8``), so that it has the bits of
+    :func:`~pymc_crp.distributions.equicorrelated_normal.equicorrelated_logpdf`."""
+    k = x.shape[0]
+    total = x[0] - mean[0]
+    for q in range(1, k):
+        total += x[q] - mean[q]
+    centre = total / k
+    deviations = ((x[0] - mean[0]) - centre) * ((x[0] - mean[0]) - centre)
+    for q in range(1, k):
+        deviations += ((x[q] - mean[q]) - centre) * ((x[q] - mean[q]) - centre)
+    quad = (deviations / one_minus + k * (centre * centre) / one_plus) / scale2
+    return -0.5 * (head + quad)
 
 
 def collapsed_log_density(slots: np.ndarray, tau: float, rho: float) -> float:

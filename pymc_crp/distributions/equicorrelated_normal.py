@@ -24,7 +24,10 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pytensor.tensor.random.op import RandomVariable
 
-from pymc_crp.core.utility_hierarchy import equicorrelated_quadratic
+from pymc_crp.core.utility_hierarchy import (
+    equicorrelated_quadratic,
+    equicorrelated_row_log_density,
+)
 from pymc_crp.distributions.params import RVParams, constant_value
 
 __all__ = [
@@ -106,6 +109,31 @@ def equicorrelated_logpdf(value, mu, rho, scale):
     return -0.5 * (k * _LOG_2PI + logdet + quad)
 
 
+def equicorrelated_row_constants(rho, scale, k: int, constants: dict) -> tuple:
+    r"""The terms of :func:`equicorrelated_log_ratio` that depend on ``(ρ, s)`` only:
+    ``(K log 2π + (K-1) log(1-ρ) + log(1+(K-1)ρ) + 2K log s, 1-ρ, 1+(K-1)ρ, s^2)``, kept in
+    ``constants`` by ``(ρ, s)``."""
+    key = (float(rho), float(scale))
+    found = constants.get(key)
+    if found is None:
+        one_plus = 1.0 + (k - 1) * rho
+        logdet = (k - 1) * np.log1p(-rho) + np.log(one_plus) + 2 * k * np.log(scale)
+        found = (float(k * _LOG_2PI + logdet), float(1.0 - rho), float(one_plus), float(scale**2))
+        constants[key] = found
+    return found
+
+
+def equicorrelated_rows_constants(rho, scale, k: int, constants: dict) -> np.ndarray:
+    """:func:`equicorrelated_row_constants` of each row, for the per-row ``ρ`` and ``s``
+    ``(n,)``: an ``(n, 4)`` array."""
+    if np.all(rho == rho.flat[0]) and np.all(scale == scale.flat[0]):  # one (ρ, s)
+        row = equicorrelated_row_constants(rho.flat[0], scale.flat[0], k, constants)
+        return np.tile(np.array(row), (rho.shape[0], 1))
+    return np.array(
+        [equicorrelated_row_constants(r, s, k, constants) for r, s in zip(rho, scale, strict=True)]
+    )
+
+
 def equicorrelated_log_ratio(new, old, mu, rho, scale, constants: dict) -> float:
     r"""``log p(new) - log p(old)`` of one row (:func:`equicorrelated_logpdf`, ``K`` values),
     with the same floating-point operations as ``equicorrelated_logpdf(np.stack((new, old)),
@@ -117,28 +145,11 @@ def equicorrelated_log_ratio(new, old, mu, rho, scale, constants: dict) -> float
     if k >= 8:  # NumPy sums pairwise from 8 terms on
         both = equicorrelated_logpdf(np.stack((new, old)), mu, rho, scale)
         return float(both[0] - both[1])
-    key = (float(rho), float(scale))
-    found = constants.get(key)
-    if found is None:
-        one_plus = 1.0 + (k - 1) * rho
-        logdet = (k - 1) * np.log1p(-rho) + np.log(one_plus) + 2 * k * np.log(scale)
-        found = (float(k * _LOG_2PI + logdet), float(1.0 - rho), float(one_plus), float(scale**2))
-        constants[key] = found
-    head, one_minus, one_plus, scale2 = found
-    means = mu.tolist()
-    out = []
-    for value in (new.tolist(), old.tolist()):
-        x = [v - m for v, m in zip(value, means, strict=True)]
-        total = x[0]
-        for v in x[1:]:
-            total += v
-        mean = total / k
-        deviations = (x[0] - mean) * (x[0] - mean)
-        for v in x[1:]:
-            deviations += (v - mean) * (v - mean)
-        quad = (deviations / one_minus + k * (mean * mean) / one_plus) / scale2
-        out.append(-0.5 * (head + quad))
-    return out[0] - out[1]
+    head, one_minus, one_plus, scale2 = equicorrelated_row_constants(rho, scale, k, constants)
+    new, old, mu = (np.asarray(v, dtype=np.float64) for v in (new, old, mu))
+    return equicorrelated_row_log_density(
+        new, mu, head, one_minus, one_plus, scale2
+    ) - equicorrelated_row_log_density(old, mu, head, one_minus, one_plus, scale2)
 
 
 def _constant(x):

@@ -80,6 +80,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
+from pymc_crp.core.utility_hierarchy import last_axis_mean
 from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role, noncentred_roles
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
@@ -110,7 +111,7 @@ def correlation_map(values: np.ndarray, rho: float, new_rho: float) -> tuple[np.
     k = values.shape[-1]
     log_r_perp = 0.5 * (math.log1p(-new_rho) - math.log1p(-rho))
     log_r_one = 0.5 * (math.log1p((k - 1) * new_rho) - math.log1p((k - 1) * rho))
-    mean = values.mean(axis=-1, keepdims=True)
+    mean = last_axis_mean(values)
     mapped = math.exp(log_r_one) * mean + math.exp(log_r_perp) * (values - mean)
     n_vectors = values.size // k
     return mapped, n_vectors * ((k - 1) * log_r_perp + log_r_one)

@@ -22,7 +22,11 @@ Metropolis moves that recompute only the lists they touch:
   proposal: :meth:`~pymc_crp.core.lists.ListLikelihoodCache.move_log_likelihoods`). The count
   ratios of the slot's lists at the current order are kept during the item sweeps (an
   accepted move writes the counted lists' ratios in) and stored once, as the entry of the
-  order the sweeps end at, for the steps that follow.
+  order the sweeps end at, for the steps that follow. With an equicorrelated prior and one
+  list term that reads ``U`` directly (the models of :mod:`pymc_crp.models`) a whole sweep
+  over a slot's items is one compiled call
+  (:func:`~pymc_crp.core.item_sweep.item_sweep_kernel`: the same draws and arithmetic, so
+  the same chain bit for bit).
 * :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
   and the hyperparameters of the hierarchy.
 * :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
@@ -44,11 +48,15 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import NormalRV
 
+from pymc_crp.core.item_sweep import item_sweep_kernel
+from pymc_crp.core.linext_support import float_binomials
 from pymc_crp.core.lists import list_likelihood_cache
+from pymc_crp.core.posets import DEFAULT_MAX_STATES, _limit_error
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
     equicorrelated_log_ratio,
+    equicorrelated_rows_constants,
 )
 from pymc_crp.roles import find_model
 from pymc_crp.step_methods.list_terms import (
@@ -304,8 +312,13 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                 self._pcn_move(sweep, moves)
             items = self._items_in_lists(sweep)
             self._open_tables(sweep)
+            compiled = self._compiled_sweeps(sweep)
             for _ in range(self.item_sweeps):
-                for item in self.rng.permutation(items):
+                perm = self.rng.permutation(items)
+                if compiled:
+                    self._item_sweep(sweep, perm, moves)
+                    continue
+                for item in perm:
                     self._item_move(sweep, item, moves)
             for _ in range(self.cell_hops):
                 for item in self.rng.permutation(items):
@@ -431,6 +444,48 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         else:
             utilities[row] = old_row
         moves.rw_tries += 1
+        moves.rw_accepts += accepted
+
+    def _compiled_sweeps(self, sweep: _SlotSweep) -> bool:
+        """Whether the item sweeps of the slot run in one compiled call each
+        (:meth:`_item_sweep`): an equicorrelated prior of ``K < 8`` columns (the closed-form
+        row density) and one list term that reads ``U`` directly, with its ratios kept."""
+        return (
+            sweep.prior.rho is not None
+            and sweep.utilities.shape[-1] < 8
+            and len(self._terms) == 1
+            and self._terms[0].direct is not None
+            and sweep.tables[0] is not None
+        )
+
+    def _item_sweep(self, sweep: _SlotSweep, perm: np.ndarray, moves: _MoveCounts) -> None:
+        """:meth:`_item_move` of the items ``perm`` in turn, in one call of
+        :func:`~pymc_crp.core.item_sweep.item_sweep_kernel` (the same draws from ``self.rng``
+        and the same floating-point operations, so the same chain bit for bit)."""
+        (term,), (state,), (slot_rows,) = self._terms, sweep.states, sweep.rows
+        (((by_item, starts),), ((_, slot_ratios),)) = sweep.by_item, sweep.tables
+        prior, index = sweep.prior, sweep.index
+        utilities = sweep.utilities[index]  # a view: the moves write into the point
+        n_dims = utilities.shape[-1]
+        rho = prior.rho[index]
+        constants = equicorrelated_rows_constants(rho, prior.scale[index], n_dims, prior.constants)
+        cache = list_likelihood_cache()
+        list_set = term.list_set
+        accepted, counted, ok = item_sweep_kernel(
+            self.rng, np.asarray(perm, dtype=np.int64), utilities,
+            np.ascontiguousarray(prior.mean[index], dtype=np.float64),
+            np.ascontiguousarray(rho, dtype=np.float64), constants, float(self.rw_scale),
+            float(self.likelihood_temperature), state.words[sweep.slot], not term.top_down,
+            term.item_words, by_item, starts, state.logliks, slot_rows, slot_ratios,
+            list_set.steps, list_set.lengths, list_set.inverse, float(state.noise),
+            float_binomials(), DEFAULT_MAX_STATES, cache.order_memo(list_set).arrays,
+        )  # fmt: skip
+        cache.computed += counted
+        if not ok:
+            raise _limit_error(utilities.shape[-2], DEFAULT_MAX_STATES)
+        if accepted:
+            prior.density = None
+        moves.rw_tries += perm.size
         moves.rw_accepts += accepted
 
     def _row_noise(self, shape, rho, row) -> np.ndarray:

@@ -54,3 +54,20 @@ def test_logpdf_numpy_and_pytensor_agree_near_rho_one():
         logdet = 2 * math.log(eps) + math.log(1 + 2 * rho) + 6 * math.log(0.7)
         exact = -(3 * math.log(2 * math.pi) + logdet + q) / 2
         assert abs(got - exact) < 1e-6 * max(1.0, abs(exact))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 7, 8, 11])
+def test_last_axis_mean_has_numpy_bits(k):
+    from pymc_crp.core.utility_hierarchy import last_axis_mean
+
+    rng = np.random.default_rng(k)
+    for shape in ((5, k), (3, 17, k), (k,)):
+        x = rng.normal(size=shape) * np.exp(4 * rng.normal(size=shape))
+        expected = x.mean(axis=-1, keepdims=True)
+        got = last_axis_mean(x)
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+    zeros = np.full((2, k), -0.0)
+    np.testing.assert_array_equal(
+        np.signbit(last_axis_mean(zeros)), np.signbit(zeros.mean(-1, keepdims=True))
+    )

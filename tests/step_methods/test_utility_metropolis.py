@@ -347,3 +347,41 @@ def test_row_log_ratio_has_the_bits_of_the_stacked_density(k):
         both = equicorrelated_logpdf(np.stack((new, old)), mu, rho, scale)
         got = equicorrelated_log_ratio(new, old, mu, rho, scale, constants)
         assert got == float(both[0] - both[1])
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+def test_compiled_item_sweeps_are_the_python_moves_bit_for_bit(stacked, monkeypatch):
+    """``_item_sweep`` (one compiled call per sweep) draws and decides exactly as the
+    one-item moves of ``_item_move``: the same utilities, stats and tuned scales."""
+    from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
+
+    rng = np.random.default_rng(8)
+    n_items = 90  # two bitset words
+    orders = [partial_order_from_utilities(rng.normal(size=(n_items, 3))) for _ in range(3)]
+    lists = []
+    for i in range(200):
+        items = rng.choice(n_items, size=int(rng.integers(3, 12)), replace=False)
+        lists.append(pmc.posets.sample_list(orders[i % 3], items, 0.1, rng).tolist())
+    if stacked:
+        model = pmc.models.clustered_partial_orders(lists, n_items, n_dims=3, max_clusters=5)
+    else:
+        model = pmc.models.partial_order(lists, n_items, n_dims=3)
+    runs = []
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(UtilityMetropolis, "_compiled_sweeps", lambda self, sweep: False)
+        with model:
+            step = pmc.UtilityMetropolis([model["U"]], item_sweeps=2, rng=np.random.default_rng(1))
+        point = model.initial_point()
+        if stacked:
+            point["cluster"] = np.arange(len(lists)) % 3
+        trace = []
+        for i in range(8):
+            if i == 5:
+                step.stop_tuning()
+            point, (stats,) = step.step(point)
+            trace.append((point["U"].copy(), stats))
+        runs.append(trace)
+    for (u_a, stats_a), (u_b, stats_b) in zip(*runs, strict=True):
+        np.testing.assert_array_equal(u_a, u_b)
+        assert stats_a == pytest.approx(stats_b, nan_ok=True, rel=0, abs=0)
