@@ -22,7 +22,9 @@ Before the sweep, ``merge_split`` merge--split proposals
 slot utilities held fixed, a split's new utilities drawn from the slot prior) let groups of
 lists spread over several clusters merge in one move, which the one-list-at-a-time sweep can
 only do against the prior's pull towards the larger cluster; merges reuse the cached
-likelihood columns and cost no list likelihoods.
+likelihood columns and cost no list likelihoods. ``informed_split_merge`` adds split--merge
+proposals whose new cluster's utilities are fitted to its lists by a restricted Gibbs scan
+(:mod:`pymc_crp.step_methods.po_split_merge`; off by default, measured not to pay).
 
 Assigned automatically to the labels of models built by
 :func:`pymc_crp.models.clustered_partial_orders` (CRP partition); it can be given explicitly
