@@ -78,7 +78,8 @@ class _MergeSplitState:
         self.counts = np.bincount(labels, minlength=utilities.shape[0])
 
     def log_eppf_ratio(self, n_a, n_b, merged=False) -> float:
-        """log EPPF(split)/EPPF(merged); ``merged``: the pair is one cluster now."""
+        """log EPPF(split)/EPPF(merged); ``merged``: called for a merge (the chain is in the split
+        state, so the merged state has one cluster fewer than now)."""
         n_clusters = int(np.count_nonzero(self.counts)) - bool(merged)
         return log_split_eppf_ratio(n_a, n_b, n_clusters, self.theta, self.discount)
 
