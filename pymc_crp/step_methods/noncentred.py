@@ -81,17 +81,12 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.core.utility_hierarchy import last_axis_mean
-from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role, noncentred_roles
+from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
-from pymc_crp.step_methods.model_graph import (
-    compile_point_function,
-    dependent_terms,
-    model_signature,
-    same_signature,
-    term_logps,
-)
+from pymc_crp.step_methods.model_graph import compile_point_function, same_signature, term_logps
+from pymc_crp.step_methods.noncentred_slots import OccupiedSlotTerms, moved_terms
 from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
 from pymc_crp.step_methods.slot_slice import slice_slots
 
@@ -134,10 +129,7 @@ def _joint_logp_function(model, compile_kwargs):
 
     One function serves all of the model's non-centred hyperparameters; it is compiled once
     per model (and rebuilt if the model changes)."""
-    moved = []
-    for var, role in noncentred_roles(model).items():
-        moved += [var, *role.moved]
-    signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
+    signature, terms = moved_terms(model)
     # One compiled joint log-density per model, shared by rho and tau.
     cache = REGISTRY.cache(model, "noncentred_joint_logp")
     if (
@@ -147,10 +139,6 @@ def _joint_logp_function(model, compile_kwargs):
     ):
         return cache["function"]
     logps = term_logps(model)
-    terms = set()
-    for var in moved:
-        terms.update(dependent_terms(model, model.rvs_to_values[var], logps))
-    terms = sorted(terms, key=lambda v: v.name or "")
     zero = pt.constant(0.0, dtype="float64")
     parts = [  # the rest and the list likelihoods (tempered by the step)
         sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero),
@@ -247,6 +235,38 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
         self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
         self._joint_parts = _joint_logp_function(model, compile_kwargs)
+        occupied = OccupiedSlotTerms.find(model, role.utilities, compile_kwargs)
+        if occupied is not None and not self._empty_slots_cancel(occupied, model):
+            occupied = None
+        self._occupied = occupied
+
+    def _empty_slots_cancel(self, occupied, model) -> bool:
+        """Whether the map leaves each slot's prior density times its Jacobian unchanged
+        (what makes the empty slots cancel), checked at a random point for two moves."""
+        rng = np.random.default_rng(0)
+        point = {
+            name: 0.5 * rng.standard_normal(np.shape(v)) if np.asarray(v).dtype.kind == "f" else v
+            for name, v in model.initial_point().items()
+        }
+        if self.kind == "shrinkage" and self._utility_names != [occupied.slot_name]:
+            return False
+        for shift in (0.7, -1.3):
+            value = float(point[self._value_name])
+            old = float(self._from_value(np.asarray(value)))
+            new = float(self._from_value(np.asarray(value + shift)))
+            if not (0.0 < min(old, new) and max(old, new) < 1.0):
+                return False
+            proposal, _ = self._joint_proposal(point, value + shift, old, new)
+            slots = point[occupied.slot_name]
+            if self.kind == "correlation":
+                _, log_det = correlation_map(slots[:1], old, new)
+            else:
+                _, log_det = shrinkage_map(slots[:1], point[self._mean_name], old, new)
+            before = occupied.slot_log_densities(point)
+            after = occupied.slot_log_densities(proposal) + log_det
+            if not np.allclose(after, before, rtol=1e-9, atol=1e-9):
+                return False
+        return True
 
     def step(self, point):
         point, (stats,) = super().step(point)  # the centred update
@@ -266,6 +286,13 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         """Joint log-density of the terms a move changes, list likelihoods times ``β``."""
         return self._tempered_sum(*self._joint_parts(point))
 
+    def _move(self, point, old):
+        """The density evaluations of one non-centred move from ``point`` (hyperparameter
+        ``old``): over the occupied slots if the model allows it, else the full joint."""
+        if self._occupied is not None:
+            return _OccupiedMove(self, point, old)
+        return _FullMove(self, point, old)
+
     def _metropolis_move(self, point):
         """The non-centred random walk; returns ``(point, accepted, evaluations)``."""
         value = float(point[self._value_name])
@@ -274,11 +301,11 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new = float(self._from_value(np.asarray(proposed_value)))
         accepted, evaluations = False, 0
         if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
-            log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
+            move = self._move(point, old)
+            log_ratio = move.log_density(proposed_value, new) - move.current()
             accepted, evaluations = accept(log_ratio, self.rng), 2
             if accepted:
-                point = proposal
+                point = move.point_at(proposed_value, new)
         if self.tune and self.adaptive:
             self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
         return point, accepted, evaluations
@@ -288,16 +315,14 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         evaluations)``."""
         value = float(point[self._value_name])
         old = float(self._from_value(np.asarray(value)))
-        proposals = {}
+        move = self._move(point, old)
 
         def log_density(x):
             new_value = float(x[0])
             new = float(self._from_value(np.asarray(new_value)))
             if not 0.0 < new < 1.0:
                 return np.array([-np.inf])
-            proposal, log_det = self._joint_proposal(point, new_value, old, new)
-            proposals[new_value] = proposal
-            return np.array([self._joint_logp(proposal) + log_det])
+            return np.array([move.log_density(new_value, new)])
 
         x1, evaluations = slice_slots(
             log_density, np.array([value]), np.array([True]), self.noncentred_scale, self.rng
@@ -305,7 +330,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new_value = float(x1[0])
         moved = new_value != value
         if moved:
-            point = proposals[new_value]
+            point = move.point_at(new_value, float(self._from_value(np.asarray(new_value))))
         if self.tune and self.adaptive:
             self._n_tuned += 1
             distance = max(abs(new_value - value), 1e-8)
@@ -338,3 +363,76 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         if noncentred_role(var) is not None:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+
+class _FullMove:
+    """Density evaluations of a non-centred move over the full joint: every slot mapped and
+    the compiled joint log-density (the fallback)."""
+
+    def __init__(self, step, point, old):
+        self.step, self.point, self.old = step, point, old
+        self.proposals = {}
+
+    def current(self) -> float:
+        """The log-density at the point itself."""
+        return self.step._joint_logp(self.point)
+
+    def log_density(self, new_value, new) -> float:
+        """``log π(v', U', U0') + log|det|`` of the move to the unconstrained value
+        ``new_value`` (hyperparameter ``new``)."""
+        proposal, log_det = self.step._joint_proposal(self.point, new_value, self.old, new)
+        self.proposals[new_value] = proposal
+        return self.step._joint_logp(proposal) + log_det
+
+    def point_at(self, new_value, new) -> dict:
+        """The point the move to ``new_value`` reaches."""
+        if new_value in self.proposals:
+            return self.proposals[new_value]
+        return self.step._joint_proposal(self.point, new_value, self.old, new)[0]
+
+
+class _OccupiedMove:
+    """Density evaluations of a non-centred move over the occupied slots
+    (:mod:`~pymc_crp.step_methods.noncentred_slots`): the occupied slots are gathered once and
+    mapped at each evaluation, written into a copy of the slot utilities that the list terms
+    read (they read the occupied slots only); every slot is mapped for the value drawn.
+    Differences of :meth:`log_density` equal those of :class:`_FullMove`."""
+
+    def __init__(self, step, point, old):
+        terms = step._occupied
+        self.step, self.terms, self.point, self.old = step, terms, point, old
+        self.slots, self.labels = np.unique(point[terms.labels_name], return_inverse=True)
+        self.gathered = point[terms.slot_name][self.slots]
+
+    def _evaluate(self, proposal, slots, log_det) -> float:
+        proposal[self.terms.slot_name] = slots
+        proposal[self.terms.labels_name] = self.labels
+        rest, lists = self.terms.log_density(proposal, slots)
+        return self.step._tempered_sum(rest, lists) + log_det
+
+    def current(self) -> float:
+        """The log-density at the point itself (up to the empty slots' constant)."""
+        return self._evaluate(dict(self.point), self.gathered, 0.0)
+
+    def log_density(self, new_value, new) -> float:
+        """``log π_O(v', U', U0') + log|det J_O|`` of the move to ``new_value``: the slot
+        prior and the Jacobian over the occupied slots only."""
+        step, point, old = self.step, self.point, self.old
+        proposal = dict(point)
+        proposal[step._value_name] = np.asarray(new_value, dtype=np.float64)
+        if step.kind == "correlation":
+            log_det = 0.0
+            for name in step._utility_names:
+                if name == self.terms.slot_name:
+                    slots, log_det_name = correlation_map(self.gathered, old, new)
+                else:
+                    proposal[name], log_det_name = correlation_map(point[name], old, new)
+                log_det += log_det_name
+        else:
+            slots, log_det = shrinkage_map(self.gathered, point[step._mean_name], old, new)
+        return self._evaluate(proposal, slots, log_det)
+
+    def point_at(self, new_value, new) -> dict:
+        """The point the move to ``new_value`` reaches: every slot mapped (the occupied ones
+        to the values evaluated, bit for bit)."""
+        return self.step._joint_proposal(self.point, new_value, self.old, new)[0]
