@@ -26,36 +26,31 @@ variables (the hyperparameter's prior with its transform's Jacobian, ``U0``'s pr
 ``J_{\mathcal O}`` the map restricted to ``U0`` and the occupied slots. The step maps the
 occupied slots at each density evaluation, and every slot once, for the value drawn.
 
-:class:`OccupiedSlotTerms` recognises the structure (a slot variable with an
+:class:`OccupiedSlotTerms` recognises the structure: a slot variable with an
 :class:`~pymc_crp.EquicorrelatedNormal` prior that is the same for every slot, read by one
-:class:`~pymc_crp.PartialOrderLists` term through a single label vector, no other term
-reading it, and the map leaving the slot prior times its Jacobian unchanged at a test point)
-and evaluates ``f`` with one compiled function (the other terms, the list term and the slot
-prior's parameters) plus the closed form
-:func:`~pymc_crp.distributions.equicorrelated_normal.equicorrelated_logpdf` on the gathered
-occupied slots. The step falls back to the full joint density otherwise.
+:class:`~pymc_crp.PartialOrderLists` term through a single free label vector, and no other
+term that depends on the moved variables reading the slots or the labels. The step then
+evaluates its compiled joint log-density at the *gathered* point: the occupied slots ``(n, M,
+K)`` in place of ``U`` and the labels renumbered to them, so that the compiled graph computes
+the slot prior of the ``n`` occupied slots and the lists under them (the same graph as the full
+evaluation, fused, on ``n`` slots instead of ``L``). The step also checks at a random point
+with empty slots that differences of this density between proposed values equal those of the
+full one (which fails, e.g., when the slot prior's mean is not mapped with the slots), and
+falls back to the full joint density otherwise.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pytensor.tensor as pt
 
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
-    equicorrelated_logpdf,
 )
 from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams
-from pymc_crp.roles import REGISTRY, noncentred_roles
+from pymc_crp.roles import noncentred_roles
 from pymc_crp.step_methods.list_terms import is_list_term
-from pymc_crp.step_methods.model_graph import (
-    compile_point_function,
-    dependent_terms,
-    model_signature,
-    same_signature,
-    term_logps,
-)
+from pymc_crp.step_methods.model_graph import dependent_terms, model_signature, term_logps
 
 __all__ = ["OccupiedSlotTerms", "moved_terms"]
 
@@ -83,12 +78,14 @@ def _slot_axis_shared(param, n_batch: int) -> bool:
 
 def _slot_structure(model, slot_rv):
     """``(lists_rv, labels_rv)`` if ``slot_rv`` is a free, untransformed ``(L, M, K)``
-    :class:`~pymc_crp.EquicorrelatedNormal` variable with the same prior for every slot whose
+    :class:`~pymc_crp.EquicorrelatedNormal` variable (whose value variable does not fix ``L``:
+    given ``dims``, not ``shape``) with the same prior for every slot whose
     only other dependent term is one :class:`~pymc_crp.PartialOrderLists` term that reads it
     directly through a free integer label vector; else ``None``."""
     if (
         slot_rv not in model.free_RVs
         or slot_rv.ndim != 3
+        or model.rvs_to_values[slot_rv].type.shape[0] is not None  # must take the gathered slots
         or not isinstance(getattr(slot_rv.owner, "op", None), EquicorrelatedNormalRV)
         or model.rvs_to_transforms.get(slot_rv) is not None
     ):
@@ -117,59 +114,20 @@ def _slot_structure(model, slot_rv):
     return lists_rv, labels_rv
 
 
-def _occupied_function(model, slot_rv, compile_kwargs):
-    """Compiled ``(rest, lists, μ, ρ, s)`` of a point: the sum of the terms of
-    :func:`moved_terms` but the slot prior and the list terms, the list terms' sum, and the
-    slot prior's parameters of one slot (mean ``(M, K)``, ``ρ`` and ``s`` ``(M,)``). Compiled
-    once per model and slot variable, shared by ``ρ`` and ``τ``; ``None`` if the slot
-    variable's labels term is among the moved terms."""
-    signature, terms = moved_terms(model)
-    signature = (*signature, (slot_rv,))
-    cache = REGISTRY.cache(model, "noncentred_occupied_logp")
-    if (
-        "function" in cache
-        and same_signature(cache["signature"], signature)
-        and cache["compile_kwargs"] == compile_kwargs
-    ):
-        return cache["function"]
-    logps = term_logps(model)
-    params = EquicorrelatedNormalParams.from_rv(slot_rv)
-    shape = slot_rv.shape
-    slot_params = model.replace_rvs_by_values(
-        [
-            pt.broadcast_to(params.mu, shape)[0],
-            pt.broadcast_to(params.rho, shape[:-1])[0],
-            pt.broadcast_to(params.scale, shape[:-1])[0],
-        ]
-    )
-    zero = pt.constant(0.0, dtype="float64")
-    others = [t for t in terms if t is not slot_rv]
-    parts = [
-        sum((pt.sum(logps[t]) for t in others if not is_list_term(t)), zero),
-        sum((pt.sum(logps[t]) for t in others if is_list_term(t)), zero),
-        *(pt.cast(v, "float64") for v in slot_params),
-    ]
-    function = compile_point_function(model, parts, compile_kwargs)
-    cache.update(signature=signature, compile_kwargs=compile_kwargs, function=function)
-    return function
-
-
 class OccupiedSlotTerms:
-    """The joint log-density of a non-centred move over the occupied slots (see the module
-    docstring): a compiled function for the terms but the slot prior, and the slot prior of
-    the occupied slots in closed form.
+    """Where a non-centred move finds the slot utilities and the labels that index them, for
+    the joint log-density over the occupied slots (see the module docstring).
 
     Build with :meth:`find`, which returns ``None`` when the model's structure is not the
     recognised one.
     """
 
-    def __init__(self, model, slot_rv, labels_rv, compile_kwargs):
+    def __init__(self, model, slot_rv, labels_rv):
         self.slot_name = model.rvs_to_values[slot_rv].name
         self.labels_name = model.rvs_to_values[labels_rv].name
-        self.function = _occupied_function(model, slot_rv, compile_kwargs)
 
     @classmethod
-    def find(cls, model, utilities, compile_kwargs):
+    def find(cls, model, utilities):
         """The :class:`OccupiedSlotTerms` of the one slot variable among ``utilities`` (the
         variables a move maps), or ``None``."""
         found = [(v, _slot_structure(model, v)) for v in utilities]
@@ -180,28 +138,19 @@ class OccupiedSlotTerms:
         _, terms = moved_terms(model)
         if labels_rv in terms:  # the labels' own term would read the moved variables
             return None
-        return cls(model, slot_rv, labels_rv, compile_kwargs)
+        return cls(model, slot_rv, labels_rv)
 
-    def occupied(self, point) -> np.ndarray:
-        """The occupied slots of ``point`` (ascending)."""
-        return np.unique(point[self.labels_name])
+    def gather(self, point) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots, labels)``: the occupied slots of ``point`` (ascending) and the lists'
+        labels renumbered to them (``slots[labels]`` are the lists' slots)."""
+        slots, labels = np.unique(point[self.labels_name], return_inverse=True)
+        return slots, labels.astype(point[self.labels_name].dtype, copy=False)
 
-    def slot_prior(self, slots, mean, rho, scale) -> float:
-        r"""``\sum_a \log N(U^{(a)}; μ, s^2 Σ_ρ)`` over the gathered ``slots`` ``(n, M, K)``
-        (:func:`~pymc_crp.distributions.equicorrelated_normal.equicorrelated_logpdf`);
-        ``-∞`` outside ``0 <= ρ < 1``, ``s > 0``."""
-        if not (np.all((rho >= 0.0) & (rho < 1.0)) and np.all(scale > 0.0)):
-            return -np.inf
-        return float(np.sum(equicorrelated_logpdf(slots, mean, rho, scale)))
-
-    def log_density(self, proposal, slots) -> tuple[float, float]:
-        """``(rest, lists)`` at ``proposal`` (whose slot utilities hold ``slots`` ``(n, M,
-        K)`` at the occupied slots): the slot prior of ``slots`` plus the other terms, and the
-        list likelihoods (to be tempered)."""
-        rest, lists, mean, rho, scale = self.function(proposal)
-        return float(rest) + self.slot_prior(slots, mean, rho, scale), float(lists)
-
-    def slot_log_densities(self, point) -> np.ndarray:
-        """The slot prior's log-density of every slot of ``point`` ``(L,)`` (for checks)."""
-        _, _, mean, rho, scale = self.function(point)
-        return np.sum(equicorrelated_logpdf(point[self.slot_name], mean, rho, scale), axis=-1)
+    def gathered_point(self, point, utilities, labels) -> dict:
+        """``point`` with the slot utilities replaced by the gathered ``utilities`` ``(n, M,
+        K)`` and the labels by ``labels`` (renumbered): the joint log-density there is that
+        of the occupied slots (the slot prior of ``n`` slots, the lists reading them)."""
+        gathered = dict(point)
+        gathered[self.slot_name] = utilities
+        gathered[self.labels_name] = labels
+        return gathered

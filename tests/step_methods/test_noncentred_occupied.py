@@ -112,16 +112,19 @@ def test_occupied_ratio_is_exact_near_rho_one():
         assert got == pytest.approx(prior(new_v) - prior(v), abs=1e-6)
 
 
-def hand_built(shift):
-    """The clustered model by hand, with the slot prior's mean ``τ U0 + shift``."""
+def hand_built(shift, dims=True):
+    """The clustered model by hand, with the slot prior's mean ``τ U0 + shift``; the slots
+    given by ``dims`` (the value variable takes any number of slots) or by ``shape``."""
     rng = np.random.default_rng(1)
     lists = np.array([rng.permutation(4) for _ in range(10)])
-    with pm.Model() as model:
+    size = {"dims": ("slot", "item", "dim")} if dims else {"shape": (6, 4, 2)}
+    coords = {"slot": range(6), "item": range(4), "dim": range(2)}
+    with pm.Model(coords=coords) as model:
         rho = pm.Beta("rho", 2.0, 2.0)
         tau = pm.Uniform("tau", 0.0, 1.0)
         mean = pmc.EquicorrelatedNormal("U0", mu=np.zeros((4, 2)), rho=rho)
         slots = pmc.EquicorrelatedNormal(
-            "U", mu=tau * mean + shift, rho=rho, scale=pt.sqrt(1.0 - tau**2), shape=(6, 4, 2)
+            "U", mu=tau * mean + shift, rho=rho, scale=pt.sqrt(1.0 - tau**2), **size
         )
         labels = pmc.CRP("cluster", 1.0, max_clusters=6, shape=10)
         pmc.PartialOrderLists("lists", slots, labels, 0.1, n_items=4, observed=lists)
@@ -134,6 +137,8 @@ def test_recognised_structures_and_fallbacks():
     # the hand-built model is recognised; with a slot mean the maps do not whiten, it is not
     assert all(s._occupied is not None for s in steps(hand_built(0.0)).values())
     assert all(s._occupied is None for s in steps(hand_built(0.5)).values())
+    # the number of slots fixed in the value variable's type: not recognised
+    assert all(s._occupied is None for s in steps(hand_built(0.0, dims=False)).values())
     # the lists read G^-1(Phi(U)) + x beta: not recognised
     covariates = np.random.default_rng(2).normal(size=(6, 1))
     assert all(s._occupied is None for s in steps(clustered_model(covariates=covariates)).values())
