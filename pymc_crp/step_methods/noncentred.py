@@ -274,17 +274,20 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self._joint_parts = _joint_logp_function(model, compile_kwargs)
         occupied = OccupiedSlotTerms.find(model, role.utilities)
         self._occupied = None  # the full joint density while checking
-        if occupied is not None and self._occupied_differences_agree(occupied, model):
-            self._occupied = occupied
+        if occupied is not None:
+            initial_point = kwargs.get("initial_point") or model.initial_point()
+            if self._occupied_differences_agree(occupied, initial_point):
+                self._occupied = occupied
 
-    def _occupied_differences_agree(self, occupied, model) -> bool:
+    def _occupied_differences_agree(self, occupied, initial_point) -> bool:
         """Whether differences of the occupied-slot density between proposed values equal
         those of the full joint density (the empty slots cancel), checked at a random point
-        with the lists in the first half of the slots, for three proposed values."""
+        (shaped like ``initial_point``) with the lists in the first half of the slots, for
+        three proposed values."""
         rng = np.random.default_rng(0)
         point = {
             name: 0.5 * rng.standard_normal(np.shape(v)) if np.asarray(v).dtype.kind == "f" else v
-            for name, v in model.initial_point().items()
+            for name, v in initial_point.items()
         }
         labels = point[occupied.labels_name]
         n_slots = point[occupied.slot_name].shape[0]

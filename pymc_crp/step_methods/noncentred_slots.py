@@ -78,10 +78,10 @@ def _slot_axis_shared(param, n_batch: int) -> bool:
 
 def _slot_structure(model, slot_rv):
     """``(lists_rv, labels_rv)`` if ``slot_rv`` is a free, untransformed ``(L, M, K)``
-    :class:`~pymc_crp.EquicorrelatedNormal` variable (whose value variable does not fix ``L``:
-    given ``dims``, not ``shape``) with the same prior for every slot whose
-    only other dependent term is one :class:`~pymc_crp.PartialOrderLists` term that reads it
-    directly through a free integer label vector; else ``None``."""
+    :class:`~pymc_crp.EquicorrelatedNormal` variable with the same prior for every slot, whose
+    value variable does not fix ``L`` (given ``dims``, not ``shape``) and whose only other
+    dependent term is one :class:`~pymc_crp.PartialOrderLists` term that reads it directly
+    through a free integer label vector; else ``None``."""
     if (
         slot_rv not in model.free_RVs
         or slot_rv.ndim != 3
@@ -116,7 +116,8 @@ def _slot_structure(model, slot_rv):
 
 class OccupiedSlotTerms:
     """Where a non-centred move finds the slot utilities and the labels that index them, for
-    the joint log-density over the occupied slots (see the module docstring).
+    the joint log-density over the occupied slots (see the module docstring). No term that the
+    move changes reads the labels but the one list term (they are renumbered).
 
     Build with :meth:`find`, which returns ``None`` when the model's structure is not the
     recognised one.
@@ -134,9 +135,10 @@ class OccupiedSlotTerms:
         found = [(v, s) for v, s in found if s is not None]
         if len(found) != 1:
             return None
-        slot_rv, (_, labels_rv) = found[0]
+        slot_rv, (lists_rv, labels_rv) = found[0]
         _, terms = moved_terms(model)
-        if labels_rv in terms:  # the labels' own term would read the moved variables
+        readers = dependent_terms(model, model.rvs_to_values[labels_rv])
+        if any(t in terms and t is not lists_rv for t in readers):  # renumbering would change it
             return None
         return cls(model, slot_rv, labels_rv)
 
