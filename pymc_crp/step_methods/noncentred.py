@@ -32,6 +32,42 @@ Shrinkage ``τ``. Holding ``U0`` and the whitened deviations ``(U^{(a)} - τU0)/
 fixed, ``U'^{(a)} = τ'U0 + r(U^{(a)} - τU0)`` with ``r = \sqrt{(1-τ'^2)/(1-τ^2)}`` and
 ``\log|\det| = n_U \log r`` over the ``n_U`` entries of ``U``.
 
+Empty slots cancel. For a slot ``a`` that no list's label names, the map keeps the whitened
+value, so the slot prior of the mapped value times the map's Jacobian factor does not depend on
+the proposed value: for ``τ``,
+
+.. math::
+
+    N(U'^{(a)}; τ'U0, (1-τ'^2) s^2 Σ_ρ)\, r^{MK} = N(U^{(a)}; τU0, (1-τ^2) s^2 Σ_ρ),
+
+and for ``ρ`` ``N(Mx; Mμ, s^2 Σ_{ρ'})\,|\det M| = N(x; μ, s^2 Σ_ρ)`` with ``μ = τU0`` mapped
+alongside. The lists read the occupied slots only, so the density ratio (and the slice density
+below, up to a constant factor) needs the slot prior and the Jacobian of the occupied slots
+``\mathcal O`` only:
+
+.. math::
+
+    \log f(v') = \log π_{\text{rest}}(v', U0') + \sum_{a \in \mathcal O}
+        \log N(U'^{(a)}; μ', s'^2 Σ_{ρ'}) + β \sum_i \log p(Y_i \mid h(U'^{(c_i)}))
+        + \log|\det J_{\mathcal O}| + \text{const},
+
+``π_rest`` the other terms that depend on the moved variables (the hyperparameter's prior with
+its transform's Jacobian, the prior of ``U0``) and ``J_{\mathcal O}`` the map of ``U0`` (for
+``ρ``) and of the occupied slots. Each density evaluation maps the occupied slots only and
+evaluates the compiled joint density at the gathered point (the occupied slots in place of
+``U``, the lists' labels renumbered to them), so the slot prior and the lists are computed over
+the occupied slots; every slot is mapped once, for the value drawn
+(:mod:`~pymc_crp.step_methods.noncentred_slots`). The step does so when it recognises the
+structure (an :class:`~pymc_crp.EquicorrelatedNormal` slot prior shared by all slots, read by
+one :class:`~pymc_crp.PartialOrderLists` term through one label vector, the differences
+checked against the full density at a random point), else it evaluates the full joint
+density. Over 100 items (1,000 lists, the state of ``benchmarks/po_convergence.py
+--many-items 100``; medians of 3 alternated runs of 30 iterations) the ``τ`` step went from
+7.1 to 4.3 ms per step at 160 slots (5.7 of them occupied) and from 6.9 to 5.1 ms at the
+default 96 (8.9 occupied); ``ρ`` from 10.1 to 6.2 and from 10.0 to 7.5 ms. What is left is
+the list likelihoods of the occupied slots' new orders at each evaluation, and the centred
+update, which evaluates the prior of every slot (empty slots do not cancel there).
+
 Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
 the non-centred one; both leave the posterior invariant, and together they mix whether the
 data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
@@ -81,17 +117,12 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.core.utility_hierarchy import last_axis_mean
-from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role, noncentred_roles
+from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
-from pymc_crp.step_methods.model_graph import (
-    compile_point_function,
-    dependent_terms,
-    model_signature,
-    same_signature,
-    term_logps,
-)
+from pymc_crp.step_methods.model_graph import compile_point_function, same_signature, term_logps
+from pymc_crp.step_methods.noncentred_slots import OccupiedSlotTerms, moved_terms
 from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
 from pymc_crp.step_methods.slot_slice import slice_slots
 
@@ -133,11 +164,9 @@ def _joint_logp_function(model, compile_kwargs):
     unchanged cancel in the ratio), the :class:`~pymc_crp.PartialOrderLists` terms apart.
 
     One function serves all of the model's non-centred hyperparameters; it is compiled once
-    per model (and rebuilt if the model changes)."""
-    moved = []
-    for var, role in noncentred_roles(model).items():
-        moved += [var, *role.moved]
-    signature = (*model_signature(model), tuple(moved))  # roles added later rebuild it
+    per model (and rebuilt if the model changes). It takes any number of slots for slot
+    utilities whose value variable does not fix it (the moves over the occupied slots)."""
+    signature, terms = moved_terms(model)
     # One compiled joint log-density per model, shared by rho and tau.
     cache = REGISTRY.cache(model, "noncentred_joint_logp")
     if (
@@ -147,10 +176,6 @@ def _joint_logp_function(model, compile_kwargs):
     ):
         return cache["function"]
     logps = term_logps(model)
-    terms = set()
-    for var in moved:
-        terms.update(dependent_terms(model, model.rvs_to_values[var], logps))
-    terms = sorted(terms, key=lambda v: v.name or "")
     zero = pt.constant(0.0, dtype="float64")
     parts = [  # the rest and the list likelihoods (tempered by the step)
         sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero),
@@ -247,6 +272,50 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
         self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
         self._joint_parts = _joint_logp_function(model, compile_kwargs)
+        occupied = OccupiedSlotTerms.find(model, role.utilities)
+        self._occupied = None  # the full joint density while checking
+        if occupied is not None:
+            initial_point = kwargs.get("initial_point") or model.initial_point()
+            if self._occupied_differences_agree(occupied, initial_point):
+                self._occupied = occupied
+
+    def _occupied_differences_agree(self, occupied, initial_point) -> bool:
+        """Whether differences of the occupied-slot density between proposed values equal
+        those of the full joint density (the empty slots cancel), checked at a random point
+        (shaped like ``initial_point``) with the lists in the first half of the slots, for
+        three proposed values."""
+        rng = np.random.default_rng(0)
+        point = {
+            name: 0.5 * rng.standard_normal(np.shape(v)) if np.asarray(v).dtype.kind == "f" else v
+            for name, v in initial_point.items()
+        }
+        labels = point[occupied.labels_name]
+        n_slots = point[occupied.slot_name].shape[0]
+        point[occupied.labels_name] = rng.integers((n_slots + 1) // 2, size=labels.shape).astype(
+            labels.dtype
+        )
+        if self.kind == "shrinkage" and self._utility_names != [occupied.slot_name]:
+            return False
+        value = float(point[self._value_name])
+        old = float(self._from_value(np.asarray(value)))
+        full, gathered = _FullMove(self, point, old), _OccupiedMove(self, point, old, occupied)
+        densities = []
+        for shift in (0.0, 0.7, -1.3):
+            new = float(self._from_value(np.asarray(value + shift)))
+            if not 0.0 < new < 1.0:
+                return False
+            try:  # e.g. a graph that needs every slot
+                densities.append(
+                    [move.log_density(value + shift, new) for move in (full, gathered)]
+                )
+            except (AssertionError, IndexError, TypeError, ValueError):
+                return False
+        densities = np.array(densities)
+        differences = densities[1:] - densities[0]
+        return bool(
+            np.all(np.isfinite(densities))
+            and np.allclose(differences[:, 1], differences[:, 0], rtol=1e-9, atol=1e-8)
+        )
 
     def step(self, point):
         point, (stats,) = super().step(point)  # the centred update
@@ -266,6 +335,13 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         """Joint log-density of the terms a move changes, list likelihoods times ``β``."""
         return self._tempered_sum(*self._joint_parts(point))
 
+    def _move(self, point, old):
+        """The density evaluations of one non-centred move from ``point`` (hyperparameter
+        ``old``): over the occupied slots if the model allows it, else the full joint."""
+        if self._occupied is not None:
+            return _OccupiedMove(self, point, old)
+        return _FullMove(self, point, old)
+
     def _metropolis_move(self, point):
         """The non-centred random walk; returns ``(point, accepted, evaluations)``."""
         value = float(point[self._value_name])
@@ -274,11 +350,11 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new = float(self._from_value(np.asarray(proposed_value)))
         accepted, evaluations = False, 0
         if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
-            proposal, log_det = self._joint_proposal(point, proposed_value, old, new)
-            log_ratio = self._joint_logp(proposal) - self._joint_logp(point) + log_det
+            move = self._move(point, old)
+            log_ratio = move.log_density(proposed_value, new) - move.current()
             accepted, evaluations = accept(log_ratio, self.rng), 2
             if accepted:
-                point = proposal
+                point = move.point_at(proposed_value, new)
         if self.tune and self.adaptive:
             self.noncentred_scale = self._noncentred_tuner.record(self.noncentred_scale, accepted)
         return point, accepted, evaluations
@@ -288,16 +364,14 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         evaluations)``."""
         value = float(point[self._value_name])
         old = float(self._from_value(np.asarray(value)))
-        proposals = {}
+        move = self._move(point, old)
 
         def log_density(x):
             new_value = float(x[0])
             new = float(self._from_value(np.asarray(new_value)))
             if not 0.0 < new < 1.0:
                 return np.array([-np.inf])
-            proposal, log_det = self._joint_proposal(point, new_value, old, new)
-            proposals[new_value] = proposal
-            return np.array([self._joint_logp(proposal) + log_det])
+            return np.array([move.log_density(new_value, new)])
 
         x1, evaluations = slice_slots(
             log_density, np.array([value]), np.array([True]), self.noncentred_scale, self.rng
@@ -305,7 +379,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         new_value = float(x1[0])
         moved = new_value != value
         if moved:
-            point = proposals[new_value]
+            point = move.point_at(new_value, float(self._from_value(np.asarray(new_value))))
         if self.tune and self.adaptive:
             self._n_tuned += 1
             distance = max(abs(new_value - value), 1e-8)
@@ -338,3 +412,75 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         if noncentred_role(var) is not None:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+
+class _FullMove:
+    """Density evaluations of a non-centred move over the full joint: every slot mapped and
+    the compiled joint log-density (the fallback)."""
+
+    def __init__(self, step, point, old):
+        self.step, self.point, self.old = step, point, old
+        self.proposals = {}
+
+    def current(self) -> float:
+        """The log-density at the point itself."""
+        return self.step._joint_logp(self.point)
+
+    def log_density(self, new_value, new) -> float:
+        """``log π(v', U', U0') + log|det|`` of the move to the unconstrained value
+        ``new_value`` (hyperparameter ``new``)."""
+        proposal, log_det = self.step._joint_proposal(self.point, new_value, self.old, new)
+        self.proposals[new_value] = proposal
+        return self.step._joint_logp(proposal) + log_det
+
+    def point_at(self, new_value, new) -> dict:
+        """The point the move to ``new_value`` reaches."""
+        if new_value in self.proposals:
+            return self.proposals[new_value]
+        return self.step._joint_proposal(self.point, new_value, self.old, new)[0]
+
+
+class _OccupiedMove:
+    """Density evaluations of a non-centred move over the occupied slots
+    (:mod:`~pymc_crp.step_methods.noncentred_slots`): the occupied slots are gathered once and
+    mapped at each evaluation, and the compiled joint density is evaluated at the gathered
+    point (the slot prior of the occupied slots, the lists' labels renumbered to them); every
+    slot is mapped once, for the value drawn. Differences of :meth:`log_density` equal those
+    of :class:`_FullMove`."""
+
+    def __init__(self, step, point, old, terms=None):
+        self.terms = step._occupied if terms is None else terms
+        self.step, self.point, self.old = step, point, old
+        self.slots, self.labels = self.terms.gather(point)
+        self.gathered = point[self.terms.slot_name][self.slots]
+
+    def _evaluate(self, proposal, slots, log_det) -> float:
+        gathered = self.terms.gathered_point(proposal, slots, self.labels)
+        return self.step._joint_logp(gathered) + log_det
+
+    def current(self) -> float:
+        """The log-density at the point itself (up to the empty slots' constant)."""
+        return self._evaluate(self.point, self.gathered, 0.0)
+
+    def log_density(self, new_value, new) -> float:
+        """``log π_O(v', U', U0') + log|det J_O|`` of the move to ``new_value``: the slot
+        prior and the Jacobian over the occupied slots only."""
+        step, point, old = self.step, self.point, self.old
+        proposal = dict(point)
+        proposal[step._value_name] = np.asarray(new_value, dtype=np.float64)
+        if step.kind == "correlation":
+            log_det = 0.0
+            for name in step._utility_names:
+                if name == self.terms.slot_name:
+                    slots, log_det_name = correlation_map(self.gathered, old, new)
+                else:
+                    proposal[name], log_det_name = correlation_map(point[name], old, new)
+                log_det += log_det_name
+        else:
+            slots, log_det = shrinkage_map(self.gathered, point[step._mean_name], old, new)
+        return self._evaluate(proposal, slots, log_det)
+
+    def point_at(self, new_value, new) -> dict:
+        """The point the move to ``new_value`` reaches: every slot mapped (the occupied ones
+        to the values evaluated, bit for bit)."""
+        return self.step._joint_proposal(self.point, new_value, self.old, new)[0]
