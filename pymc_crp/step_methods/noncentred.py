@@ -449,36 +449,20 @@ class _OccupiedMove:
     of :class:`_FullMove`."""
 
     def __init__(self, step, point, old, terms=None):
-        self.terms = step._occupied if terms is None else terms
+        terms = step._occupied if terms is None else terms
         self.step, self.point, self.old = step, point, old
-        self.slots, self.labels = self.terms.gather(point)
-        self.gathered = point[self.terms.slot_name][self.slots]
-
-    def _evaluate(self, proposal, slots, log_det) -> float:
-        gathered = self.terms.gathered_point(proposal, slots, self.labels)
-        return self.step._joint_logp(gathered) + log_det
+        self.slots, labels = terms.gather(point)  # the occupied slots, ascending
+        self.gathered = terms.gathered_point(point, point[terms.slot_name][self.slots], labels)
 
     def current(self) -> float:
         """The log-density at the point itself (up to the empty slots' constant)."""
-        return self._evaluate(self.point, self.gathered, 0.0)
+        return self.step._joint_logp(self.gathered)
 
     def log_density(self, new_value, new) -> float:
-        """``log π_O(v', U', U0') + log|det J_O|`` of the move to ``new_value``: the slot
-        prior and the Jacobian over the occupied slots only."""
-        step, point, old = self.step, self.point, self.old
-        proposal = dict(point)
-        proposal[step._value_name] = np.asarray(new_value, dtype=np.float64)
-        if step.kind == "correlation":
-            log_det = 0.0
-            for name in step._utility_names:
-                if name == self.terms.slot_name:
-                    slots, log_det_name = correlation_map(self.gathered, old, new)
-                else:
-                    proposal[name], log_det_name = correlation_map(point[name], old, new)
-                log_det += log_det_name
-        else:
-            slots, log_det = shrinkage_map(self.gathered, point[step._mean_name], old, new)
-        return self._evaluate(proposal, slots, log_det)
+        """``log π_O(v', U', U0') + log|det J_O|`` of the move to ``new_value``: the map of
+        the gathered point (slot by slot, so its Jacobian counts the occupied slots only)."""
+        proposal, log_det = self.step._joint_proposal(self.gathered, new_value, self.old, new)
+        return self.step._joint_logp(proposal) + log_det
 
     def point_at(self, new_value, new) -> dict:
         """The point the move to ``new_value`` reaches: every slot mapped (the occupied ones
