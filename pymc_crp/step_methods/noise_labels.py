@@ -1,0 +1,126 @@
+r"""Joint moves of the list noise ``p`` and the labels (``PartialOrderLabelGibbs``).
+
+With few clusters the lists need more noise, with many less: on real ballots the number of
+clusters, ``p`` and the concentration drift together, and moves of ``p`` given the labels
+and of the labels given ``p`` follow that ridge only in small steps. :class:`NoisePathMove`
+proposes ``v' = v + s ε`` for the unconstrained value ``v`` of ``p`` and lets the labels
+follow it along the path ``v_t = v + (t/T)(v' - v)``, ``t = 0..T``, by one restricted Gibbs
+sweep of the labels at each intermediate ``p_t`` (the orders of all slots held fixed); the end
+point is accepted with the non-equilibrium ratio of :mod:`pymc_crp.core.noise_path` times
+
+.. math::
+
+    \frac{π_0(v')}{π_0(v)}\,\frac{q(A \mid z')}{q(A \mid z)}, \qquad
+    q(A \mid z) = \binom{L - K(z)}{|A| - K(z)}^{-1},
+
+``π_0`` the prior density of ``v`` (Jacobian included) and ``A`` the pool of slots the labels
+may take: every slot occupied at the start and ``|A| - K`` empty slots chosen uniformly (the
+reverse move draws the same pool from ``z'``, whose occupied slots all lie in ``A``). ``|A|``
+is fixed once tuning ends (during tuning it follows the largest number of clusters seen).
+
+It needs ``p`` to be a scalar free variable whose only child is the lists' term.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from pymc.util import get_value_vars_from_user_vars
+
+from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.noise_path import noise_path
+from pymc_crp.step_methods.metropolis import accept
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    dependent_terms,
+    term_logps,
+)
+
+__all__ = ["NoisePathMove", "noise_path_variable"]
+
+
+def noise_path_variable(model, lists_rv, noise):
+    """The value variable of the noise ``noise`` if the joint move applies to it (a scalar
+    free variable whose only child is ``lists_rv``), else ``None``."""
+    if noise not in model.free_RVs or noise.ndim != 0:
+        return None
+    (value_var,) = get_value_vars_from_user_vars([noise], model)
+    children = dependent_terms(model, value_var, term_logps(model), exclude=(noise,))
+    if len(children) != 1 or children[0] is not lists_rv:
+        return None
+    return value_var
+
+
+class NoisePathMove:
+    """Proposals of ``p`` that the labels follow (module docstring).
+
+    Parameters
+    ----------
+    model, noise, value_var
+        The model, the noise variable and its value variable (:func:`noise_path_variable`).
+    term : the label step's list term
+    n_slots : int
+        ``L``.
+    path : int
+        ``T``, the points of the path after the start (``T - 1`` label sweeps).
+    """
+
+    def __init__(self, model, noise, value_var, term, n_slots, path, compile_kwargs=None):
+        self.value_name = value_var.name
+        self.term = term
+        self.n_slots = int(n_slots)
+        self.path = int(path)
+        self._prior_fn = compile_point_function(
+            model, model.logp(vars=[noise], jacobian=True, sum=True), compile_kwargs
+        )
+        self._noise_fn = compile_point_function(
+            model, model.replace_rvs_by_values([noise])[0], compile_kwargs
+        )
+
+    def _at(self, fn, point, value) -> float:
+        return float(fn({**point, self.value_name: np.asarray(value, dtype=np.float64)}))
+
+    def move(self, rng, point, labels, utilities, beta, theta, discount, scale, pool_size):
+        """One proposal with step ``s = scale`` and ``|A| = pool_size``; ``labels`` and
+        ``point`` are updated in place when it is accepted. Returns ``(accepted, label
+        changes along the path)``; no move (not accepted) if the pool cannot hold the
+        clusters."""
+        counts = np.bincount(labels, minlength=self.n_slots).astype(np.int64)
+        occupied = np.flatnonzero(counts)
+        pool_size = min(self.n_slots, pool_size)
+        if occupied.size > pool_size:
+            return False, 0
+        value = float(point[self.value_name])
+        proposed = value + scale * rng.standard_normal()
+        empty = np.flatnonzero(counts == 0)
+        extra = rng.choice(empty, pool_size - occupied.size, replace=False)
+        pool = np.sort(np.concatenate([occupied, extra])).astype(np.int64)
+        words = order_words(utilities, self.term.top_down, slots=pool)
+        cache, list_set = list_likelihood_cache(), self.term.list_set
+        rows = np.arange(labels.shape[0])
+        ratios = np.stack([cache.ratios(list_set, words[s], rows) for s in pool])
+        lengths = list_set.lengths[list_set.inverse]
+        values = value + (proposed - value) * np.arange(self.path + 1) / self.path
+        p_path = np.array([self._at(self._noise_fn, point, v) for v in values])
+        new_labels, new_counts = labels.copy(), counts.copy()
+        log_w, changed = noise_path(
+            rng, np.ascontiguousarray(ratios, dtype=np.float64), lengths, new_labels,
+            new_counts, pool, self.n_slots, p_path, float(beta), float(theta), float(discount),
+        )  # fmt: skip
+        n_end = int(np.count_nonzero(new_counts))
+        log_w += self._at(self._prior_fn, point, proposed) - self._at(self._prior_fn, point, value)
+        log_w += _log_pool_count(self.n_slots, occupied.size, pool_size) - _log_pool_count(
+            self.n_slots, n_end, pool_size
+        )
+        accepted = accept(log_w, rng)
+        if accepted:
+            labels[:] = new_labels
+            point[self.value_name] = np.asarray(proposed, dtype=np.float64)
+        return accepted, changed
+
+
+def _log_pool_count(n_slots: int, n_occupied: int, pool_size: int) -> float:
+    """``log C(L - K, |A| - K)``, the number of pools that hold ``K`` given occupied slots."""
+    n, k = n_slots - n_occupied, pool_size - n_occupied
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)

@@ -1,0 +1,131 @@
+"""The joint move of the noise ``p`` and the labels (``PartialOrderLabelGibbs(noise_moves=...)``).
+
+Oracle (tests/oracles.py, ``exact_clustered_total_orders_random_noise``): 5 lists over 3 items,
+``n_dims = 1``, independent slot utilities, ``z ~ CRP(1)``, ``p ~ Beta(1, 9)``; the posterior
+of the partition and of ``p`` is a finite sum over set partitions and orders and a 1-D
+integral. In the exactness test the joint move is the only move of ``p`` and of the labels
+(the step of ``p`` leaves it alone), so any error in its ratio shows in ``p`` or the partition.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import exact_clustered_total_orders_random_noise
+from pymc.step_methods.compound import BlockedStep
+from test_po_labels import mismatches
+from test_replica_exchange import LISTS, N_ITEMS, N_LISTS, noise_mismatch
+
+import pymc_crp as pmc
+from pymc_crp.core.noise_path import noise_path
+
+
+def noise_model(n_slots):
+    """``z ~ CRP(1)`` over ``n_slots`` slots, one-dimensional slot utilities, ``p ~ Beta(1, 9)``."""
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=n_slots, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, 1)), rho=0.0)
+        p = pm.Beta("p", 1.0, 9.0)
+        pmc.PartialOrderLists("y", u, z, p, observed=LISTS)
+    return model
+
+
+class Held(BlockedStep):
+    """A step that leaves its variable as it is (so that another step's side moves are the
+    only ones)."""
+
+    def __init__(self, value_var):
+        self.vars = [value_var]
+
+    def step(self, point):
+        return point, []
+
+
+def joint_move_only(model, **kwargs):
+    with model:
+        labels = pmc.PartialOrderLabelGibbs(
+            [model["z"]], n_aux=2, merge_split=0, anneal=0, sweep=False, noise_moves=1, **kwargs
+        )
+        utilities = pmc.UtilityMetropolis([model["U"]])
+        held = Held(model.rvs_to_values[model["p"]])
+    return [labels, utilities, held]
+
+
+def sample(model, steps, draws, seed):
+    with model:
+        return pm.sample(
+            draws, tune=300, chains=2, cores=1, random_seed=seed, step=steps,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(("n_slots", "path", "seed"), [(12, 4, 11), (6, 8, 12)])
+def test_joint_move_alone_samples_the_posterior(n_slots, path, seed):
+    """12 slots: the pool (clusters seen + 2) is smaller than the slots, so its Hastings factor
+    counts; 6 slots: the pool is every slot."""
+    model = noise_model(n_slots)
+    idata = sample(model, joint_move_only(model, noise_path=path), 6000, seed)
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(LISTS, N_ITEMS, 1.0, 9.0, 1.0)
+    z = idata.posterior["z"].values
+    assert not mismatches(z, co, k_dist)
+    assert np.mean(np.any(z[:, 1:] != z[:, :-1], axis=-1)) > 0.05  # the labels follow p
+    assert not noise_mismatch(idata, mean_p)
+    accepted = idata.sample_stats["noise_path_accepted"].values
+    assert 0.1 < np.mean(accepted) < 0.7
+
+
+def test_joint_move_on_top_of_the_default_moves():
+    """With the sweep, merge-split and the noise's own step, at ``T = 6``."""
+    model = noise_model(8)
+    with model:
+        steps = [
+            pmc.PartialOrderLabelGibbs(
+                [model["z"]], n_aux=2, merge_split=3, anneal=0, noise_moves=2, noise_path=6
+            ),
+            pmc.UtilityMetropolis([model["U"]]),
+            pmc.HyperparameterMetropolis([model["p"]]),
+        ]
+    idata = sample(model, steps, 2500, 13)
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(LISTS, N_ITEMS, 1.0, 9.0, 1.0)
+    assert not mismatches(idata.posterior["z"].values, co, k_dist)
+    assert not noise_mismatch(idata, mean_p)
+
+
+def test_same_seed_same_draws_with_the_joint_move():
+    model = noise_model(8)
+    draws = [sample(model, joint_move_only(model), 60, 5).posterior["p"].values for _ in range(2)]
+    np.testing.assert_array_equal(draws[0], draws[1])
+    assert not np.array_equal(draws[0][0], draws[0][1])  # chains differ
+
+
+def test_path_at_constant_noise_has_no_weight_and_keeps_the_pool():
+    """``p' = p``: every ratio of the path is 1 (log W = 0); labels stay in the pool."""
+    rng = np.random.default_rng(0)
+    n_lists, width = 40, 4
+    ratios = rng.uniform(0.05, 1.0, size=(3, n_lists, width))
+    lengths = np.full(n_lists, width + 1, dtype=np.int64)
+    pool = np.array([1, 4, 6], dtype=np.int64)
+    labels = rng.choice([1, 4], size=n_lists).astype(np.int64)
+    counts = np.bincount(labels, minlength=9).astype(np.int64)
+    log_w, changed = noise_path(
+        rng, ratios, lengths, labels, counts, pool, 9, np.full(6, 0.2), 1.0, 1.0, 0.2
+    )
+    assert log_w == 0.0
+    assert changed > 0
+    assert set(np.unique(labels)) <= {1, 4, 6}
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=9))
+
+
+def test_joint_move_needs_a_free_scalar_noise():
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=6, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((6, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, 0.1, observed=LISTS)
+        with pytest.raises(ValueError, match="noise_moves needs the lists' noise"):
+            pmc.PartialOrderLabelGibbs([z], noise_moves=1)
+    model = noise_model(6)
+    with model:
+        for bad in ({"noise_moves": -1}, {"noise_moves": 1, "noise_path": 0}):
+            with pytest.raises(ValueError, match="must be an integer"):
+                pmc.PartialOrderLabelGibbs([model["z"]], **bad)
+        with pytest.raises(ValueError, match="noise_scale"):
+            pmc.PartialOrderLabelGibbs([model["z"]], noise_moves=1, noise_scale=0.0)
