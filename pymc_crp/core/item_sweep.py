@@ -36,9 +36,6 @@ generator with NumPy's algorithms) in the order of the step's Python moves, and 
 is the one NumPy computes (:func:`numpy_sum`: pairwise, in blocks of 8), so the sweep is
 the same Markov chain as one move at a time, bit for bit.
 
-The scratch arrays of the counting (:func:`~pymc_crp.core.order_memo.memo_scratch`) are
-allocated once per sweep, not once per move.
-
 Compilation: :func:`item_sweep_kernel` links the kernels of
 :mod:`pymc_crp.core.order_memo` and :mod:`pymc_crp.core.restricted_orders` in, and its disk
 cache does not see edits there: after such an edit delete
@@ -54,7 +51,7 @@ import numpy as np
 from numba import njit
 
 from pymc_crp.core.linext_support import _combine
-from pymc_crp.core.order_memo import MAX_SMALL_LENGTH, memo_ratios_into, memo_scratch
+from pymc_crp.core.order_memo import memo_ratios_kernel
 from pymc_crp.core.restricted_orders import _move_item_changed
 from pymc_crp.core.utility_hierarchy import equicorrelated_row_log_density
 
@@ -131,10 +128,9 @@ def _accept(log_ratio, rng):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _move_logliks(words, steps, lengths, inverse, counted, p, binom_f, max_states, memo, scratch):
+def _move_logliks(words, steps, lengths, inverse, counted, p, binom_f, max_states, memo):
     """``(loglik, ratios, ok)`` of lists ``counted`` under the order ``words`` ``(4, M)``,
-    counted through the memo (as ``ListLikelihoodCache.move_log_likelihoods``) with the
-    sweep's scratch arrays (:func:`~pymc_crp.core.order_memo.memo_scratch`)."""
+    counted through the memo (as ``ListLikelihoodCache.move_log_likelihoods``)."""
     keys, vals, table, meta = memo
     n = counted.shape[0]
     index = np.empty(n, np.int64)
@@ -148,9 +144,9 @@ def _move_logliks(words, steps, lengths, inverse, counted, p, binom_f, max_state
             sub_steps[t, b] = steps[index[t], b]
     ratios = np.empty((n, max(steps.shape[1] - 1, 0)))
     order = np.arange(n)
-    ok = memo_ratios_into(
+    ok = memo_ratios_kernel(
         words, sub_steps, sub_lengths, order, index, binom_f, max_states, ratios,
-        keys, vals, table, meta, scratch,
+        keys, vals, table, meta,
     )  # fmt: skip
     loglik = np.empty(n)
     for t in range(n):
@@ -182,10 +178,6 @@ def item_sweep_kernel(
     n_dims = utilities.shape[1]
     old = np.empty(n_dims)
     noise = np.empty(n_dims)
-    longest = 0
-    for r in range(lengths.shape[0]):
-        longest = max(longest, min(lengths[r], MAX_SMALL_LENGTH))
-    scratch = memo_scratch(steps.shape[1], longest, max_states)  # one for every move
     n_accepted = 0
     n_counted = 0
     for t in range(perm.shape[0]):
@@ -217,9 +209,8 @@ def item_sweep_kernel(
                 for u in range(changed.shape[0]):
                     counted[u] = rows[changed[u]]
                 loglik, ratios, ok = _move_logliks(
-                    new_words, steps, lengths, inverse, counted, p, binom_f, max_states, memo,
-                    scratch,
-                )  # fmt: skip
+                    new_words, steps, lengths, inverse, counted, p, binom_f, max_states, memo
+                )
                 if not ok:
                     return n_accepted, n_counted, False
                 n_counted += counted.shape[0]

@@ -154,20 +154,6 @@ def _new_memo(primes, max_states):
 
 
 @_leaf
-def _clear_memo(m, max_states):
-    """Empty the memo ``m`` of :func:`_new_memo` in place (its arrays kept)."""
-    work, meta, keys, vals, table, stack = m
-    for r in range(8):
-        for k in range(work.shape[1]):
-            work[r, k] = _ZERO
-    for k in range(meta.shape[0]):
-        meta[k] = 0
-    meta[1] = max_states
-    for k in range(table.shape[0]):
-        table[k] = -1
-
-
-@_leaf
 def _place(keys, table, s):
     """Put entry ``s`` into the (large enough) hash ``table``."""
     mask = np.uint64(table.shape[0] - 1)

@@ -47,7 +47,6 @@ from pymc_crp.core.linext_kernels import (
     _ONE,
     _ZERO,
     _bit,
-    _clear_memo,
     _ctz,
     _grow,
     _hash,
@@ -60,14 +59,7 @@ from pymc_crp.core.linext_kernels import (
 from pymc_crp.core.linext_kernels import _new_memo as _new_count_memo
 from pymc_crp.core.linext_support import MAX_KERNEL_ITEMS
 
-__all__ = [
-    "MAX_MEMO_LENGTH",
-    "MAX_SMALL_LENGTH",
-    "OrderMemo",
-    "memo_ratios_into",
-    "memo_ratios_kernel",
-    "memo_scratch",
-]
+__all__ = ["MAX_MEMO_LENGTH", "MAX_SMALL_LENGTH", "OrderMemo", "memo_ratios_kernel"]
 
 MAX_MEMO_LENGTH = 64
 """Longest list whose ratios the memo keeps (one 64-bit word per item of the code)."""
@@ -262,65 +254,37 @@ def _small_ratios(lists, i, n, rank_of, code, scratch, gen, ratios):
         rest &= ~bit
 
 
-_STAMP_LIMIT = np.iinfo(np.int32).max - 1  # stamps and marks are int32
-
-
 @_jit
-def memo_scratch(width, longest, max_states):
-    """The scratch arrays of :func:`memo_ratios_into` for lists of at most ``width`` items,
-    counted in rank space up to ``longest`` items: ``(cnt, stamp, mark, queue, counters)`` of
-    :func:`_count_small` (``counters``: the last pass and generation), ``ranked``,
-    ``rank_of``, ``code``, ``small`` and the general kernel's count memo. One scratch serves
-    any number of calls over the same list set (its counts are stamped per generation)."""
-    size = np.int64(1) << min(longest, MAX_SMALL_LENGTH)
-    counts = (
+def memo_ratios_kernel(
+    rel, lists, lengths, perm, row_ids, binom_f, max_states, ratios, keys, vals, table, meta
+):
+    """The count ratios of lists ``perm`` under the order ``rel`` ``(4, M)`` into ``ratios``
+    (as :func:`~pymc_crp.core.linext_kernels.ratios_kernel` with ``top_down``, bit for bit),
+    taken from the memo ``(keys, vals, table, meta)`` (:class:`OrderMemo`) where it holds
+    list ``i`` (row ``row_ids[i]`` of its list set) under the same restricted order, else
+    counted and stored. Lists of at most :data:`MAX_SMALL_LENGTH` items are counted in rank
+    space (:func:`_small_ratios`; consecutive lists over the same items share the counts),
+    longer ones by the general kernel. Returns ``ok`` (False past ``max_states``)."""
+    width = lists.shape[1]
+    longest = 0  # of the short lists asked for: 2^longest counts
+    for t in range(perm.shape[0]):
+        if longest < lengths[perm[t]] <= MAX_SMALL_LENGTH:
+            longest = lengths[perm[t]]
+    size = np.int64(1) << longest
+    scratch = (  # of _count_small: cnt, stamp, mark, queue, passes
         np.empty(size),
         np.zeros(size, np.int32),
         np.zeros(size, np.int32),
         np.empty(size, np.int64),
-        np.zeros(2, np.int64),
+        np.zeros(1, np.int64),
     )
     n_code = min(width, MAX_MEMO_LENGTH)
-    return (
-        counts,
-        np.empty(n_code, np.int64),
-        np.empty(MAX_KERNEL_ITEMS, np.int64),
-        np.empty(n_code, np.uint64),
-        np.empty(n_code, np.int64),
-        _new_count_memo(np.empty(0, np.uint64), max_states),
-    )
-
-
-@_leaf
-def _next_generation(counts):
-    """A generation not yet stamped in ``counts`` (stamps and marks cleared before their
-    ``int32`` range runs out)."""
-    cnt, stamp, mark, queue, counters = counts
-    if counters[1] >= _STAMP_LIMIT or counters[0] >= _STAMP_LIMIT:
-        for k in range(stamp.shape[0]):
-            stamp[k] = 0
-            mark[k] = 0
-        counters[0] = 0
-        counters[1] = 0
-    counters[1] += 1
-    return counters[1]
-
-
-@_jit
-def memo_ratios_into(
-    rel, lists, lengths, perm, row_ids, binom_f, max_states, ratios, keys, vals, table, meta,
-    scratch,
-):  # fmt: skip
-    """:func:`memo_ratios_kernel` with the scratch arrays of :func:`memo_scratch` (for lists
-    as long as those of ``perm``) passed in, so that many calls allocate nothing."""
-    counts, ranked, rank_of, code, small, m = scratch
-    cnt, stamp, mark, queue, counters = counts
-    small_scratch = (cnt, stamp, mark, queue, counters[0:1])
+    ranked = np.empty(n_code, np.int64)
+    rank_of = np.empty(MAX_KERNEL_ITEMS, np.int64)
+    code = np.empty(n_code, np.uint64)
+    small = np.empty(n_code, np.int64)
     binom = (binom_f, np.empty((0, 1, 1), np.uint64))
-    for t in range(perm.shape[0]):
-        if lengths[perm[t]] > MAX_SMALL_LENGTH:
-            _clear_memo(m, max_states)  # the general kernel's counts under another order
-            break
+    m = _new_count_memo(np.empty(0, np.uint64), max_states)
     use = vals.shape[0] > 0
     gen = 0
     last = -1  # the list whose code is in `code`
@@ -331,7 +295,7 @@ def memo_ratios_into(
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
             for r in range(n if n <= MAX_SMALL_LENGTH else 0):
                 small[r] = np.int64(code[r])
-            gen = _next_generation(counts)  # counts of other items (or another order) are stale
+            gen += 1  # counts of other items (or another order) are stale
             last = i
         h = _ZERO
         if use:
@@ -344,7 +308,7 @@ def memo_ratios_into(
                 continue
             meta[2] += 1
         if n <= MAX_SMALL_LENGTH:
-            _small_ratios(lists, i, n, rank_of, small, small_scratch, gen, ratios)
+            _small_ratios(lists, i, n, rank_of, small, scratch, gen, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)
             while 0 <= reached <= t:
@@ -357,28 +321,6 @@ def memo_ratios_into(
         if use:
             _store(keys, vals, table, meta, n, h, ratios, i)
     return True
-
-
-@_jit
-def memo_ratios_kernel(
-    rel, lists, lengths, perm, row_ids, binom_f, max_states, ratios, keys, vals, table, meta
-):
-    """The count ratios of lists ``perm`` under the order ``rel`` ``(4, M)`` into ``ratios``
-    (as :func:`~pymc_crp.core.linext_kernels.ratios_kernel` with ``top_down``, bit for bit),
-    taken from the memo ``(keys, vals, table, meta)`` (:class:`OrderMemo`) where it holds
-    list ``i`` (row ``row_ids[i]`` of its list set) under the same restricted order, else
-    counted and stored. Lists of at most :data:`MAX_SMALL_LENGTH` items are counted in rank
-    space (:func:`_small_ratios`; consecutive lists over the same items share the counts),
-    longer ones by the general kernel. Returns ``ok`` (False past ``max_states``)."""
-    longest = 0  # of the short lists asked for: 2^longest counts
-    for t in range(perm.shape[0]):
-        if longest < lengths[perm[t]] <= MAX_SMALL_LENGTH:
-            longest = lengths[perm[t]]
-    scratch = memo_scratch(lists.shape[1], longest, max_states)
-    return memo_ratios_into(
-        rel, lists, lengths, perm, row_ids, binom_f, max_states, ratios, keys, vals, table,
-        meta, scratch,
-    )  # fmt: skip
 
 
 @_leaf

@@ -9,13 +9,7 @@ import pytest
 from pymc_crp.core import linext_kernels as K
 from pymc_crp.core.linext_support import float_binomials, utility_relation_words
 from pymc_crp.core.lists import ListSet
-from pymc_crp.core.order_memo import (
-    MAX_SMALL_LENGTH,
-    OrderMemo,
-    memo_ratios_into,
-    memo_ratios_kernel,
-    memo_scratch,
-)
+from pymc_crp.core.order_memo import MAX_SMALL_LENGTH, OrderMemo, memo_ratios_kernel
 
 
 def _extensions(items, above) -> int:
@@ -125,30 +119,3 @@ def test_memo_is_emptied_when_full_and_stays_exact():
         got = _memo_ratios(rel, list_set, memo)
         np.testing.assert_array_equal(got, _memo_ratios(rel, list_set, OrderMemo(30, 5, 0)))
     assert memo.meta[3] > 0
-
-
-@pytest.mark.parametrize("near_limit", [False, True])
-def test_one_scratch_for_many_calls_gives_the_ratios_of_fresh_calls(near_limit):
-    """``memo_ratios_into`` with one scratch across calls under different orders and lists
-    (as the item sweep makes them) equals fresh ``memo_ratios_kernel`` calls bit for bit,
-    also when the stamps' generation counter wraps around."""
-    rng = np.random.default_rng(3)
-    n_items = 30
-    padded = _lists(rng, 80, n_items, 9, min_len=2)
-    list_set = ListSet(padded)
-    steps, lengths = list_set.steps, list_set.lengths
-    n_rows, width = steps.shape
-    scratch = memo_scratch(width, int(lengths.max()), 10**7)
-    if near_limit:
-        scratch[0][4][:] = np.iinfo(np.int32).max - 3  # passes and generation about to wrap
-    empty_memo = OrderMemo(n_rows, 0, 0)
-    for _ in range(40):
-        rel = utility_relation_words(rng.standard_normal((1, n_items, 2)))[0]
-        perm = rng.choice(n_rows, size=int(rng.integers(1, 6)), replace=False)
-        args = (rel, steps, lengths, perm, list_set.row_ids, float_binomials(), 10**7)
-        fresh = np.full((n_rows, width - 1), np.nan)
-        reused = fresh.copy()
-        assert memo_ratios_kernel(*args, fresh, *empty_memo.arrays)
-        assert memo_ratios_into(*args, reused, *empty_memo.arrays, scratch)
-        np.testing.assert_array_equal(reused[perm], fresh[perm])
-    assert scratch[0][4][1] < np.iinfo(np.int32).max
