@@ -107,6 +107,9 @@ def run(lists, n_items, args, variant, seed):
                     [model["cluster"]], informed_split_merge=int(variant[3:])
                 )
             ]
+    elif variant.startswith("sw"):  # new, with N rounds of label moves per step
+        with model:
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=int(variant[2:]))]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
@@ -238,7 +241,8 @@ def main():
         "(N scans of within-interval utility draws; cells0 is the utility step before them), auxN "
         "(N auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
         "merge-split proposals per step, no annealing; ms0 is the label step before merge-split "
-        "and annealing), annN (label moves annealed over N "
+        "and annealing), swN (N rounds of label moves per step), annN (label moves annealed "
+        "over N "
         "tuning steps), newL / oldL "
         "(max_clusters=L)",
     )

@@ -187,6 +187,9 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
     noise_scale : float, default 0.3
         Initial standard deviation of the proposal of ``p`` on its unconstrained scale, tuned
         towards acceptance 0.3 while PyMC tunes.
+    sweeps : int, default 1
+        Rounds of the label moves (merge--split proposals and the sweep) per step, with the
+        occupied slots' utilities held.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -229,6 +232,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         merge_split: int = 20,
         informed_split_merge: int = 0,
         sweep: bool = True,
+        sweeps: int = 1,
         anneal: int = 700,
         noise_moves: int = 0,
         noise_path: int = 10,
@@ -284,6 +288,9 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         self._iteration = 0
         self._beta = 1.0
         self.sweep = bool(sweep)
+        if isinstance(sweeps, bool) or not isinstance(sweeps, Integral) or sweeps < 1:
+            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        self.sweeps = int(sweeps)
         self._label_name = value_var.name
         self._utility_name = utility_value.name
         self._term = _ListTerm(model, lists_rv, utility_value, compile_kwargs)
@@ -439,23 +446,32 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
             pool["used"] += 1
             return pool["draws"][pool["used"] - 1]
 
-        merges = splits = refused = informed_merges = informed_splits = 0
-        if self.merge_split or self.informed_split_merge:
-            moves = _MergeSplitState(labels, ll, utilities, noise, theta, discount, next_draw)
-            if self.merge_split:
-                merges, splits, refused = self._merge_split(moves)
-            if self.informed_split_merge:
-                informed_merges, informed_splits, more = self._informed_moves(moves, point)
-                refused += more
-        sweep = SweepState(labels, n_slots)
-        if self.sweep:
-            self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
+        merges = splits = refused = informed_merges = informed_splits = n_full = 0
+        for round_ in range(self.sweeps):  # U of the occupied slots is fixed throughout
+            if self.merge_split or self.informed_split_merge:
+                moves = _MergeSplitState(labels, ll, utilities, noise, theta, discount, next_draw)
+                if self.merge_split:
+                    more = self._merge_split(moves)
+                    merges, splits, refused = merges + more[0], splits + more[1], refused + more[2]
+                if self.informed_split_merge:
+                    more = self._informed_moves(moves, point)
+                    informed_merges += more[0]
+                    informed_splits += more[1]
+                    refused += more[2]
+            sweep = SweepState(labels, n_slots)
+            if self.sweep:
+                born = self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
+                if round_ + 1 < self.sweeps:  # the next round reads every occupied column
+                    for slot in set(born):
+                        if sweep.counts[slot]:
+                            ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)
+            n_full += int(sweep.state[N_FULL])
         empty = sweep.counts == 0
         if empty.any():  # exact Gibbs draw of the empty slots' utilities
             utilities[empty] = self._prior_draws(point)[empty]
         point[self._label_name] = labels
         point[self._utility_name] = utilities
-        n_full = int(sweep.state[N_FULL]) + refused
+        n_full += refused
         stats = {
             "n_clusters": int(np.count_nonzero(sweep.counts)),
             "merges": merges,
@@ -481,7 +497,10 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         return point, [stats]
 
     def _sweep(self, labels, ll, utilities, noise, theta, discount, sweep, next_draw):
-        """One Algorithm 8 sweep over the lists in random order (in place)."""
+        """One Algorithm 8 sweep over the lists in random order (in place). Returns the slots
+        where new clusters were born: their columns of ``ll`` hold the lists visited before
+        their auxiliary was last drawn at that auxiliary's earlier draw (the sweep never reads
+        them again), so another round must recompute them."""
         n_lists, n_slots = labels.shape[0], self.n_slots
         n_aux = self.n_aux
         aux = np.empty((n_aux, *utilities.shape[1:]))
@@ -495,13 +514,15 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         logw = np.empty(n_slots + n_aux)
         flat, flat_aux = utilities.reshape(n_slots, -1), aux.reshape(n_aux, -1)
         position = 0
+        born = []
         while True:
             position = aux_label_sweep(
                 ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
                 sweep.where, sweep.state, order, position, uniforms, theta, discount, logw,
             )  # fmt: skip
             if position >= n_lists:
-                break
+                return born
+            born.append(int(labels[order[position - 1]]))
             t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t: draw it afresh
             aux[t] = next_draw()
             remaining = order[position:]

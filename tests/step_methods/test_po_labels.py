@@ -97,6 +97,14 @@ def test_merge_split_alone_matches_enumeration(discount):
     assert mismatches(z, *wrong)  # the comparison has power against the other discount
 
 
+def test_several_rounds_per_step_match_enumeration():
+    """``sweeps=3``: three rounds of merge--split and sweep per step, the occupied slots'
+    likelihood columns carried from round to round (Pitman--Yor, 8 slots)."""
+    z = sample_tiny(n_slots=8, n_aux=2, discount=0.3, seed=13, draws=2000, sweeps=3)
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
+    assert not mismatches(z, co, k_dist)
+
+
 def test_comparison_has_power(many_slots):
     """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
     would a sampler that ignores the discount."""
@@ -149,6 +157,8 @@ def test_reproducible_and_cost_follows_the_occupied_slots():
 def test_bad_arguments():
     lists = [[0, 1, 2], [2, 1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
+    with model, pytest.raises(ValueError, match="sweeps"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=0)
     with pytest.raises(ValueError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=0)
     with pytest.raises(TypeError, match="n_aux"):
