@@ -58,7 +58,9 @@ def sample(model, steps, draws, seed):
         )  # fmt: skip
 
 
-@pytest.mark.parametrize(("n_slots", "path", "seed"), [(12, 4, 11), (6, 8, 12)])
+@pytest.mark.parametrize(
+    ("n_slots", "path", "seed"), [(12, 4, 11), pytest.param(6, 8, 12, marks=pytest.mark.slow)]
+)
 def test_joint_move_alone_samples_the_posterior(n_slots, path, seed):
     """12 slots: the pool (clusters seen + 2) is smaller than the slots, so its Hastings factor
     counts; 6 slots: the pool is every slot."""
