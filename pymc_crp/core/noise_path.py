@@ -57,6 +57,7 @@ import numpy as np
 from numba import njit
 
 from pymc_crp.core.linext_support import _combine
+from pymc_crp.core.partition_math import draw_log_weighted
 
 __all__ = ["noise_path"]
 
@@ -103,35 +104,15 @@ def _pool_sweep(
         counts[old] -= 1
         k_rest = n_occupied - (counts[old] == 0)
         new_mass = (theta + discount * k_rest) / (n_slots - k_rest)
-        top = -np.inf
         for r in range(pool.shape[0]):
             s = pool[r]
             prior = counts[s] - discount if counts[s] > 0 else new_mass
+            weights[r] = -np.inf  # the old slot's weight is finite (each term >= p/m > 0)
             if prior > 0.0:
                 weights[r] = math.log(prior) + beta * _loglik(
                     ratios, lengths, memo, stamp, r, i, t, p
                 )
-            else:
-                weights[r] = -np.inf
-            top = max(top, weights[r])
-        total = 0.0
-        for r in range(pool.shape[0]):
-            weights[r] = math.exp(weights[r] - top) if top > -np.inf else 0.0
-            total += weights[r]
-        choice = -1
-        if total > 0.0:
-            u = rng.random() * total
-            for r in range(pool.shape[0]):
-                u -= weights[r]
-                if u < 0.0 and weights[r] > 0.0:
-                    choice = r
-                    break
-            if choice < 0:  # rounding: the last slot with weight
-                for r in range(pool.shape[0] - 1, -1, -1):
-                    if weights[r] > 0.0:
-                        choice = r
-                        break
-        new = old if choice < 0 else pool[choice]
+        new = pool[draw_log_weighted(weights, rng.random())]
         if new != old:
             changed += 1
         n_occupied = k_rest + (counts[new] == 0)
