@@ -11,7 +11,8 @@ variant: ms per iteration and, for the total log-likelihood of the lists, ``tau`
 per second and the rank-normalised R-hat; then the ESS/s ratio of each variant against the
 first.
 
-    python benchmarks/utility_mixing.py                       # cells0 (before) against cells1
+    python benchmarks/utility_mixing.py                       # cols0 (before) against cols1
+    python benchmarks/utility_mixing.py --variants cols0 cols1 --iterations 2400 --repeats 6
     python benchmarks/utility_mixing.py --variants cells0 cells1 hops1 --iterations 1500
 """
 
@@ -36,9 +37,16 @@ QUANTITIES = ("loglik", "tau", "rho", "p", "relations")
 
 
 def variant_kwargs(variant: str) -> dict:
-    """``cellsN``: N within-interval scans; ``hopsN``: N sweeps of moves to the next interval
-    (with the default one scan); ``gibbsN``: coordinate Gibbs of N items per slot."""
-    keys = (("cells", "cell_sweeps"), ("hops", "cell_hops"), ("gibbs", "coordinate_items"))
+    """``cellsN``: N within-interval scans; ``colsN``: N passes of column shifts and scalings
+    (``cols0``: the utility step before them); ``hopsN``: N sweeps of moves to the next
+    interval; ``gibbsN``: coordinate Gibbs of N items per slot (the other moves at their
+    defaults)."""
+    keys = (
+        ("cells", "cell_sweeps"),
+        ("cols", "column_moves"),
+        ("hops", "cell_hops"),
+        ("gibbs", "coordinate_items"),
+    )
     for prefix, key in keys:
         if variant.startswith(prefix):
             return {key: int(variant[len(prefix) :])}
@@ -84,11 +92,12 @@ def run_chain(model, truth, variant, chain, iterations):
     return traces, seconds
 
 
-def run(model, truth, variant, iterations, chains):
+def run(model, truth, variant, iterations, chains, repeat=0):
+    """``chains`` chains of one variant (repeat ``r`` seeds them as chains ``4r, 4r+1, …``)."""
     traces = {q: [] for q in QUANTITIES}
     seconds = 0.0
     for chain in range(chains):
-        one, secs = run_chain(model, truth, variant, chain, iterations)
+        one, secs = run_chain(model, truth, variant, chain + chains * repeat, iterations)
         seconds += secs
         for q in QUANTITIES:
             traces[q].append(one[q])
@@ -105,7 +114,10 @@ def main():
     parser.add_argument("--lists", type=int, default=300)
     parser.add_argument("--iterations", type=int, default=900)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--variants", nargs="+", default=["cells0", "cells1"])
+    parser.add_argument("--variants", nargs="+", default=["cols0", "cols1"])
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="runs of each variant with other chain seeds"
+    )
     args = parser.parse_args()
     lists, truth = simulate(args.lists, np.random.default_rng(0))
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
@@ -113,14 +125,29 @@ def main():
         f"{args.lists} lists at the planted partition, {args.chains} chains x {args.iterations} "
         f"iterations (a third tuning); load average {os.getloadavg()[0]:.2f}"
     )
-    results = {v: run(model, truth, v, args.iterations, args.chains) for v in args.variants}
+    runs = {
+        v: [run(model, truth, v, args.iterations, args.chains, r) for r in range(args.repeats)]
+        for v in args.variants
+    }
+    for variant, repeats in runs.items():
+        for res in repeats:
+            cells = "  ".join(
+                f"{q} {res[q][0]:.0f} ({res[q][0] / res['seconds']:.2f}/s, R-hat {res[q][1]:.3f})"
+                for q in QUANTITIES
+            )
+            print(f"{variant:8s} {res['ms_iter']:6.1f} ms/iter  {cells}")
+    results = {  # pooled over the repeats: total ESS and seconds
+        v: {
+            "seconds": sum(r["seconds"] for r in repeats),
+            **{q: (float(sum(r[q][0] for r in repeats)),) for q in QUANTITIES},
+        }
+        for v, repeats in runs.items()
+    }
     base = results[args.variants[0]]
-    for variant, res in results.items():
-        cells = "  ".join(
-            f"{q} {res[q][0]:.0f} ({res[q][0] / res['seconds']:.2f}/s, R-hat {res[q][1]:.3f})"
-            for q in QUANTITIES
-        )
-        print(f"{variant:8s} {res['ms_iter']:6.1f} ms/iter  {cells}")
+    if args.repeats > 1:
+        for variant, res in results.items():
+            means = "  ".join(f"{q} {res[q][0] / args.repeats:.0f}" for q in QUANTITIES)
+            print(f"{variant:8s} mean bulk ESS over {args.repeats} repeats: {means}")
     for variant in args.variants[1:]:
         res = results[variant]
         ratios = "  ".join(

@@ -436,6 +436,13 @@ def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws
     """Mean and standard deviation of rows ``x_j ~ N(mean_j, scale² ((1-ρ) I + ρ 1 1ᵀ))``
     (independent rows, ``mean`` ``(M, K)``) conditioned on every column having the rank
     pattern of the matrix ``start``, by rejection from ``n_draws`` prior draws."""
+    x = truncated_equicorrelated_draws(mean, rho, scale, start, n_draws, seed)
+    return x.mean(axis=0), x.std(axis=0), x.shape[0]
+
+
+def truncated_equicorrelated_draws(mean, rho: float, scale: float, start, n_draws, seed=0):
+    """The draws kept by :func:`truncated_equicorrelated_mean`'s rejection: i.i.d. ``(M, K)``
+    matrices from the prior conditioned on the columns' rank patterns of ``start``."""
     rng = np.random.default_rng(seed)
     mean = np.asarray(mean, dtype=float)
     n_items, n_dims = mean.shape
@@ -447,7 +454,7 @@ def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws
     for k in range(n_dims):
         column = x[:, pattern[:, k], k]
         kept &= np.all(column[:, 1:] > column[:, :-1], axis=1)
-    return x[kept].mean(axis=0), x[kept].std(axis=0), int(kept.sum())
+    return x[kept]
 
 
 def exact_clustered_total_orders_random_noise(

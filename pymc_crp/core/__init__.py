@@ -6,6 +6,6 @@ Partition priors and their label sweeps (:mod:`.partition_math`, :mod:`.label_sw
 :mod:`.split_merge`), partial orders and their linear extensions (:mod:`.posets`,
 :mod:`.linext_kernels`, :mod:`.linext_sampling`, :mod:`.linext_support`, :mod:`.poset_validation`,
 :mod:`.poset_examples`), ranked lists and their likelihood cache (:mod:`.lists`) and the
-latent-utility updates (:mod:`.utility_gibbs`, :mod:`.utility_hierarchy`).
+latent-utility updates (:mod:`.utility_gibbs`, :mod:`.column_moves`, :mod:`.utility_hierarchy`).
 The rule is checked by ``tests/test_layers.py``.
 """

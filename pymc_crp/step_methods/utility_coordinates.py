@@ -2,11 +2,13 @@ r"""Moves of single partial-order utilities that know where the order changes.
 
 The list likelihood depends on a utility ``x = U^{(a)}_{jk}`` only through the interval
 between its neighbours in column ``k`` of slot ``a`` (:mod:`pymc_crp.core.utility_gibbs`).
-:class:`CoordinateMoves` gives :class:`~pymc_crp.UtilityMetropolis` three exact moves built on
-that, each optional:
+:class:`CoordinateMoves` gives :class:`~pymc_crp.UtilityMetropolis` four exact moves, each
+optional; the first and third are built on that, the second keeps every order:
 
 * ``_cell_draws`` — every utility of the occupied slots redrawn within its interval (truncated
   normals; no order changes, no list is evaluated);
+* ``_column_moves`` — every column of the occupied slots shifted and scaled about its centre
+  (:mod:`pymc_crp.core.column_moves`; no order changes, no list is evaluated);
 * ``_cell_hop`` — one utility moved into the interval next to its own, accepted with
   ``min(1, L' Z' / (L Z))`` (one list evaluation of the lists that contain the item);
 * ``_coordinate_draw`` — the exact Gibbs draw over all intervals (a list evaluation per
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pymc_crp.core.column_moves import column_moves
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.utility_gibbs import (
     cell_draws,
@@ -124,6 +127,29 @@ class CoordinateMoves:
     def _cell_draws(self, utilities, occupied, prior) -> None:
         """One scan of :func:`~pymc_crp.core.utility_gibbs.cell_draws` over the occupied slots
         (the orders, and so the cached likelihoods, are unchanged)."""
+
+        def scan(block, mean, rho, scale):
+            n_slots, n_items, n_dims = block.shape
+            uniforms = self.rng.random((n_dims, 2, n_slots, n_items))
+            cell_draws(block, mean, rho, scale, uniforms)
+
+        self._on_occupied(utilities, occupied, prior, scan)
+
+    def _column_moves(self, utilities, occupied, prior) -> None:
+        """One pass of :func:`~pymc_crp.core.column_moves.column_moves` over the occupied
+        slots (increasing affine maps of each column: the orders are unchanged)."""
+
+        def moves(block, mean, rho, scale):
+            n_slots, _, n_dims = block.shape
+            normals = self.rng.standard_normal((n_dims, 2, n_slots))
+            column_moves(block, mean, rho, scale, normals, self.rng.random((n_dims, n_slots)))
+
+        self._on_occupied(utilities, occupied, prior, moves)
+
+    @staticmethod
+    def _on_occupied(utilities, occupied, prior, move) -> None:
+        """``move(block, mean, rho, scale)`` on the occupied slots' utilities ``(n, M, K)``
+        and their rows' prior, written back in place."""
         stacked = utilities.ndim == 3
         slots = np.flatnonzero(occupied)
         if stacked:
@@ -132,9 +158,7 @@ class CoordinateMoves:
         else:
             block = utilities[None]
             mean, rho, scale = prior.mean[None], prior.rho[None], prior.scale[None]
-        n_slots, n_items, n_dims = block.shape
-        uniforms = self.rng.random((n_dims, 2, n_slots, n_items))
-        cell_draws(block, np.ascontiguousarray(mean, dtype=float), rho, scale, uniforms)
+        move(block, np.ascontiguousarray(mean, dtype=float), rho, scale)
         if stacked:
             utilities[slots] = block
         else:

@@ -14,23 +14,18 @@ Metropolis moves that recompute only the lists they touch:
   log-likelihoods; other orders go through :func:`~pymc_crp.core.lists.list_likelihood_cache`
   (orders seen before, e.g. after a rejected move back, cost no counting).
 
-  The work of a one-item move follows the lists that contain the item, not the item set: the
-  new order is the old one with the item's relations rebuilt (``O(M K)``), and the lists whose
-  order restricted to their items changed are picked in the same compiled call
-  (:func:`~pymc_crp.core.restricted_orders.move_item_changed`); only those are counted,
-  through the lists' memo of restricted orders alone (no cache entry or kept proposal per
-  proposal: :meth:`~pymc_crp.core.lists.ListLikelihoodCache.move_log_likelihoods`). The count
-  ratios of the slot's lists at the current order are kept during the item sweeps (an
-  accepted move writes the counted lists' ratios in) and stored once, as the entry of the
-  order the sweeps end at, for the steps that follow. With an equicorrelated prior and one
-  list term that reads ``U`` directly (the models of :mod:`pymc_crp.models`) a whole sweep
-  over a slot's items is one compiled call
-  (:func:`~pymc_crp.core.item_sweep.item_sweep_kernel`: the same draws and arithmetic, so
-  the same chain bit for bit).
-* :class:`~pymc_crp.UtilityMeanGibbs` (in :mod:`pymc_crp.step_methods.utility_mean`) — ``U0``
-  and the hyperparameters of the hierarchy.
-* :class:`~pymc_crp.HyperparameterMetropolis` (in :mod:`pymc_crp.step_methods.hyperparameter`)
-  — ``ρ``, ``τ``, ``p``.
+  A one-item move costs what the lists that contain the item cost: the item's relations are
+  rebuilt (``O(M K)``) and the lists whose restricted order changed picked in one compiled
+  call (:func:`~pymc_crp.core.restricted_orders.move_item_changed`) and counted through the
+  lists' memo of restricted orders
+  (:meth:`~pymc_crp.core.lists.ListLikelihoodCache.move_log_likelihoods`). The slot's count
+  ratios are kept during the item sweeps and stored once, as the entry of the order the
+  sweeps end at. With an equicorrelated prior and one list term that reads ``U`` directly a
+  whole sweep over a slot's items is one compiled call
+  (:func:`~pymc_crp.core.item_sweep.item_sweep_kernel`; the same chain bit for bit).
+
+``U0`` and ``ρ``, ``τ``, ``p`` have their own steps (:mod:`pymc_crp.step_methods.utility_mean`,
+:mod:`pymc_crp.step_methods.hyperparameter`).
 """
 
 from __future__ import annotations
@@ -160,6 +155,10 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         after the other moves of a step. Needs an :class:`~pymc_crp.EquicorrelatedNormal`
         prior and lists that read ``U`` directly; default 1 for such utilities and 0 for
         others.
+    column_moves : int, optional
+        Passes, after the cell sweeps, of shifts and scalings of every column of the occupied
+        slots (:mod:`pymc_crp.core.column_moves`: they keep every order, so no list is
+        evaluated). Same conditions and default as ``cell_sweeps``.
     cell_hops : int, default 0
         Sweeps over the items of each occupied slot of moves of one utility (a random column)
         to the interval next to its own (up or down with probability 1/2), drawn from its
@@ -205,6 +204,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         item_sweeps: int = 1,
         coordinate_items: int = 0,
         cell_sweeps: int | None = None,
+        column_moves: int | None = None,
         cell_hops: int = 0,
         pcn: bool = True,
         tune: bool = True,
@@ -241,8 +241,9 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         if coordinate_items < -1:
             raise ValueError(f"coordinate_items must be -1 or >= 0, got {coordinate_items}")
         self.coordinate_items = int(coordinate_items)
-        for option, value in (("cell_sweeps", cell_sweeps), ("cell_hops", cell_hops)):
-            if value is None and option == "cell_sweeps":
+        optional = {"cell_sweeps": cell_sweeps, "column_moves": column_moves}
+        for option, value in (*optional.items(), ("cell_hops", cell_hops)):
+            if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, Integral):
                 raise TypeError(f"{option} must be a non-negative integer, got {value!r}")
@@ -273,8 +274,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
             )
         direct = self._equi_fn is not None and all(term.direct is not None for term in self._terms)
         asked = {"coordinate_items": self.coordinate_items, "cell_hops": cell_hops}
-        if cell_sweeps is not None:
-            asked["cell_sweeps"] = cell_sweeps
+        asked.update({key: value for key, value in optional.items() if value is not None})
         for option, value in asked.items():
             if value and not direct:
                 raise ValueError(
@@ -282,6 +282,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                     f"directly (no covariates); {rv.name} is not"
                 )
         self.cell_sweeps = int(direct if cell_sweeps is None else cell_sweeps)
+        self.column_moves = int(direct if column_moves is None else column_moves)
         self.cell_hops = int(cell_hops)
 
     def _prior_draw(self, point):
@@ -332,6 +333,8 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                 prior.density = None
         for _ in range(self.cell_sweeps):
             self._cell_draws(utilities, occupied, prior)
+        for _ in range(self.column_moves):
+            self._column_moves(utilities, occupied, prior)
         if self.tune and self.adaptive:
             self.rw_scale = self._rw_tuner.record(self.rw_scale, moves.rw_accepts, moves.rw_tries)
             self.pcn_step = self._pcn_tuner.record(

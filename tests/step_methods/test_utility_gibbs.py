@@ -7,7 +7,9 @@
   exact list likelihood, as for the random-walk moves in test_utility_metropolis.py.
 * Draws within the current intervals (``cell_draws``): normal order statistics (K = 1) and
   the equicorrelated prior conditioned on the columns' rank patterns (rejection oracle), for
-  the core function and for ``UtilityMetropolis`` with only these draws.
+  the core function and for ``UtilityMetropolis`` with only these draws (and with the column
+  moves of ``pymc_crp.core.column_moves`` after them; the core moves are tested in
+  ``tests/core/test_column_moves.py``).
 """
 
 import math
@@ -190,15 +192,19 @@ def test_cell_draws_leave_tied_columns_alone():
     assert np.all(u == 0.0)
 
 
-def test_utility_step_with_cell_draws_only_keeps_the_orders_and_is_exact():
-    """UtilityMetropolis with only the cell draws (no pCN, no random walk) inside pm.sample:
-    the rank pattern of every column never changes and the utilities follow the prior
-    conditioned on it (the lists' likelihood is constant there)."""
+@pytest.mark.parametrize("column_moves", [0, 1])
+def test_utility_step_with_order_keeping_moves_only_keeps_the_orders_and_is_exact(column_moves):
+    """UtilityMetropolis with only the cell draws (no pCN, no random walk), and with the
+    column moves (pymc_crp.core.column_moves) after them, inside pm.sample: the rank pattern
+    of every column never changes and the utilities follow the prior conditioned on it (the
+    lists' likelihood is constant there)."""
     rho, scale = 0.6, 1.3
     with pm.Model():
         u = pmc.EquicorrelatedNormal("U", mu=CELL_MEAN, rho=rho, scale=scale)
         pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS_K2)
-        step = pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, cell_sweeps=1)
+        step = pmc.UtilityMetropolis(
+            [u], item_sweeps=0, pcn=False, cell_sweeps=1, column_moves=column_moves
+        )
         idata = pm.sample(
             3000,
             tune=50,
@@ -220,7 +226,12 @@ def test_utility_step_with_cell_draws_only_keeps_the_orders_and_is_exact():
 
 @pytest.mark.parametrize(
     "option, wrong_type, negative",
-    [("coordinate_items", 1.0, -2), ("cell_sweeps", 1.5, -1), ("cell_hops", True, -3)],
+    [
+        ("coordinate_items", 1.0, -2),
+        ("cell_sweeps", 1.5, -1),
+        ("column_moves", 2.5, -1),
+        ("cell_hops", True, -3),
+    ],
 )
 def test_single_utility_options_validated(option, wrong_type, negative):
     lists = [[0, 1, 2], [2, 1, 0]]
@@ -233,4 +244,5 @@ def test_single_utility_options_validated(option, wrong_type, negative):
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1, covariates=covariates)
     with pytest.raises(ValueError, match=f"{option} needs"):
         pmc.UtilityMetropolis([model["U"]], model=model, **{option: 1})
-    assert pmc.UtilityMetropolis([model["U"]], model=model).cell_sweeps == 0
+    step = pmc.UtilityMetropolis([model["U"]], model=model)
+    assert step.cell_sweeps == step.column_moves == 0

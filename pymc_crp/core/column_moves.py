@@ -1,0 +1,130 @@
+r"""Numeric core of the column moves of partial-order utilities: shifts and scalings that keep
+every order.
+
+The dominance order of a slot's utilities ``U`` (``M × K``) depends only on the ranking of
+the items within each column: an increasing affine map of one column,
+``x ↦ x̄ + c (x - x̄) + b`` with ``c > 0``, leaves every order, hence every list likelihood,
+unchanged. Within an order the utilities are confined to a product of cones, which the draws
+of one coordinate at a time (:func:`~pymc_crp.core.utility_gibbs.cell_draws`) cross slowly
+along the directions where every item of a column moves together; the two moves below are
+Gibbs updates along exactly those directions (Liu and Sabatti 2000, generalised Gibbs along
+the translation and the scale group).
+
+For one column ``x`` of one slot, given the other columns, the rows are independent under the
+slot prior, ``x_j ~ N(μ_j, σ_j^2)`` (:func:`~pymc_crp.core.utility_gibbs.
+equicorrelated_conditional`); write ``w_j = σ_j^{-2}``. Decompose
+``x = x̄ 1 + r`` with ``x̄ = Σ w_j x_j / Σ w_j`` (so ``Σ w_j r_j = 0``, a fixed hyperplane):
+
+* **shift** — ``x̄`` given ``r`` is ``N(Σ w_j (μ_j - r_j) / Σ w_j, 1 / Σ w_j)``: an exact draw;
+* **scale** — in polar coordinates of the hyperplane, ``r = t ω``, the radius given the
+  direction has density ``∝ t^{M-2} π(x̄ 1 + t ω)`` (the Jacobian of polar coordinates in
+  ``M - 1`` dimensions). Relative to the current ``r``, ``c = t / ‖r‖`` has log-density
+
+  .. math::
+
+      g(c) = (M - 2) \log c - \tfrac12 A c^2 + B c, \qquad
+      A = \sum_j w_j r_j^2, \quad B = \sum_j w_j r_j (μ_j - x̄),
+
+  strictly concave, with mode ``c^* = (B + \sqrt{B^2 + 4 A (M-2)}) / (2A)``. The move proposes
+  ``c' ~ N(c^*, 1/κ)``, ``κ = A + (M-2)/c^{*2} = -g''(c^*)`` (the Laplace approximation, which
+  depends only on the ray, so it is an independence proposal along the ray), and accepts
+  with ``min(1, e^{g(c') - g(1)} q(1) / q(c'))``; ``c' ≤ 0`` is rejected. With ``M = 2`` the
+  density is the normal ``N(B/A, 1/A)`` on ``c > 0`` and the draw is exact.
+
+Either update leaves the slot prior restricted to the current orders invariant (Gibbs, or
+Metropolis-within-Gibbs, in the coordinates ``(x̄, t, ω)``), and neither evaluates a list.
+Columns are visited in turn (each conditions on the current values of the others). Columns
+with tied values (e.g. an initial point of zeros) are left alone. No PyMC here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pymc_crp.core.utility_gibbs import truncated_normal
+
+__all__ = ["column_moves"]
+
+
+def _row_conditionals(utilities, mean, rho, scale, k):
+    """Mean ``μ`` ``(S, M)`` and precision ``w`` ``(S, M)`` of column ``k`` given the others,
+    under ``row ~ N(mean, scale² Σ_ρ)`` with ``Σ_ρ = (1-ρ) I + ρ 1 1ᵀ``."""
+    n_dims = utilities.shape[-1]
+    if n_dims == 1:
+        return mean[:, :, 0], 1.0 / scale**2
+    weight = rho / (1.0 + (n_dims - 2) * rho)
+    var = scale**2 * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
+    deviation = utilities - mean
+    others = deviation.sum(axis=2) - deviation[:, :, k]
+    return mean[:, :, k] + weight * others, 1.0 / var
+
+
+def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
+    r"""One shift and one scale move of every column of every slot (see the module
+    docstring), in place.
+
+    Parameters
+    ----------
+    utilities : float64 (S, M, K)
+        The slots' utilities, updated in place.
+    mean : float64 (S, M, K)
+        Prior means of the rows.
+    rho, scale : float64 (S, M)
+        Prior correlation and scale of each row: ``row ~ N(mean, scale² Σ_ρ)``.
+    normals : float64 (K, 2, S)
+        Standard normal draws: the shift and the proposed scale of each column.
+    uniforms : float64 (K, S)
+        Uniforms of the scale moves' acceptance (and of the exact draw when ``M = 2``).
+
+    Returns
+    -------
+    accepted : bool (K, S)
+        Which scale moves were accepted.
+    """
+    n_slots, n_items, n_dims = utilities.shape
+    accepted = np.zeros((n_dims, n_slots), dtype=bool)
+    if n_slots == 0 or n_items < 2:
+        return accepted
+    for k in range(n_dims):
+        column = utilities[:, :, k]
+        ranked = np.sort(column, axis=1)
+        untied = np.all(ranked[:, 1:] > ranked[:, :-1], axis=1)
+        mu, w = _row_conditionals(utilities, mean, rho, scale, k)
+        w = np.broadcast_to(w, column.shape)
+        w_sum = w.sum(axis=1)
+        centre = np.sum(w * column, axis=1) / w_sum
+        resid = column - centre[:, None]
+        # shift: the weighted centre given the residuals, an exact normal draw
+        centre_new = np.sum(w * (mu - resid), axis=1) / w_sum + normals[k, 0] / np.sqrt(w_sum)
+        centre = np.where(untied, centre_new, centre)
+        # scale of the residuals about the centre
+        a = np.sum(w * resid**2, axis=1)
+        b = np.sum(w * resid * (mu - centre[:, None]), axis=1)
+        factor, ok = _scale_draws(a, b, n_items, normals[k, 1], uniforms[k])
+        ok &= untied
+        accepted[k] = ok
+        scaled = centre[:, None] + np.where(ok, factor, 1.0)[:, None] * resid
+        utilities[:, :, k] = np.where(untied[:, None], scaled, column)
+    return accepted
+
+
+def _scale_draws(a, b, n_items: int, normal, uniform):
+    """The scale moves of one column of every slot: ``(c, accepted)`` from the log-density
+    ``g(c) = (M-2) log c - A c²/2 + B c`` (see the module docstring); ``A = 0`` (a tied
+    column) is never accepted."""
+    good = a > 0
+    a = np.where(good, a, 1.0)
+    if n_items == 2:  # N(B/A, 1/A) on c > 0, drawn exactly
+        factor = truncated_normal(0.0, np.inf, b / a, 1.0 / np.sqrt(a), uniform)
+        return np.maximum(factor, np.finfo(float).tiny), good
+    power = n_items - 2.0
+    mode = (b + np.sqrt(b**2 + 4.0 * a * power)) / (2.0 * a)
+    kappa = a + power / mode**2
+    factor = mode + normal / np.sqrt(kappa)
+    positive = factor > 0
+    c = np.where(positive, factor, 1.0)
+    log_ratio = (
+        power * np.log(c) - 0.5 * a * (c**2 - 1.0) + b * (c - 1.0)  # g(c') - g(1)
+        + 0.5 * kappa * ((c - mode) ** 2 - (1.0 - mode) ** 2)  # log q(1) - log q(c')
+    )  # fmt: skip
+    return c, good & positive & (np.log(uniform) < log_ratio)
