@@ -41,22 +41,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_crp.core.utility_gibbs import truncated_normal
+from pymc_crp.core.utility_gibbs import column_conditionals, truncated_normal
 
 __all__ = ["column_moves"]
-
-
-def _row_conditionals(utilities, mean, rho, scale, k):
-    """Mean ``μ`` ``(S, M)`` and precision ``w`` ``(S, M)`` of column ``k`` given the others,
-    under ``row ~ N(mean, scale² Σ_ρ)`` with ``Σ_ρ = (1-ρ) I + ρ 1 1ᵀ``."""
-    n_dims = utilities.shape[-1]
-    if n_dims == 1:
-        return mean[:, :, 0], 1.0 / scale**2
-    weight = rho / (1.0 + (n_dims - 2) * rho)
-    var = scale**2 * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
-    deviation = utilities - mean
-    others = deviation.sum(axis=2) - deviation[:, :, k]
-    return mean[:, :, k] + weight * others, 1.0 / var
 
 
 def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
@@ -65,12 +52,9 @@ def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
 
     Parameters
     ----------
-    utilities : float64 (S, M, K)
-        The slots' utilities, updated in place.
-    mean : float64 (S, M, K)
-        Prior means of the rows.
-    rho, scale : float64 (S, M)
-        Prior correlation and scale of each row: ``row ~ N(mean, scale² Σ_ρ)``.
+    utilities, mean, rho, scale
+        As for :func:`~pymc_crp.core.utility_gibbs.cell_draws` (``utilities`` updated in
+        place).
     normals : float64 (K, 2, S)
         Standard normal draws: the shift and the proposed scale of each column.
     uniforms : float64 (K, S)
@@ -89,8 +73,8 @@ def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
         column = utilities[:, :, k]
         ranked = np.sort(column, axis=1)
         untied = np.all(ranked[:, 1:] > ranked[:, :-1], axis=1)
-        mu, w = _row_conditionals(utilities, mean, rho, scale, k)
-        w = np.broadcast_to(w, column.shape)
+        mu, sd = column_conditionals(utilities, mean, rho, scale, k)
+        w = np.broadcast_to(1.0 / sd**2, column.shape)
         w_sum = w.sum(axis=1)
         centre = np.sum(w * column, axis=1) / w_sum
         resid = column - centre[:, None]

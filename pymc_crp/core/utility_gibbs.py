@@ -41,6 +41,7 @@ __all__ = [
     "sample_interval_mixture",
     "interval_mixture_log_density",
     "truncated_normal",
+    "column_conditionals",
     "cell_draws",
 ]
 
@@ -154,6 +155,20 @@ def truncated_normal(low, high, mu, sd, uniform):
     return x if x.ndim else float(x)
 
 
+def column_conditionals(utilities, mean, rho, scale, k: int):
+    """Means ``μ_c`` and standard deviations ``σ_c`` ``(S, M)`` of column ``k`` of every slot
+    given the other columns (:func:`equicorrelated_conditional`, vectorised over the rows of
+    ``utilities`` ``(S, M, K)``; ``mean`` likewise, ``rho`` and ``scale`` ``(S, M)``)."""
+    n_dims = utilities.shape[-1]
+    if n_dims == 1:
+        return mean[:, :, 0] + np.zeros_like(rho), scale
+    weight = rho / (1.0 + (n_dims - 2) * rho)
+    sd = scale * np.sqrt((1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho))
+    deviation = utilities - mean
+    others = deviation.sum(axis=2) - deviation[:, :, k]
+    return mean[:, :, k] + weight * others, sd
+
+
 def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
     r"""One scan of draws within the current intervals (see the module docstring), in place.
 
@@ -176,12 +191,6 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
     n_slots, n_items, n_dims = utilities.shape
     if n_slots == 0 or n_items == 0:
         return
-    if n_dims == 1:
-        weight = np.zeros_like(rho)
-        sd = scale
-    else:
-        weight = rho / (1.0 + (n_dims - 2) * rho)
-        sd = scale * np.sqrt((1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho))
     slots = np.arange(n_slots)[:, None]
     for k in range(n_dims):
         for parity in (0, 1):
@@ -199,9 +208,7 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
             # A column with tied values (e.g. an initial point of zeros) is left alone:
             # no interval keeps its order (ties have probability zero under the target).
             tied = np.any(ranked[:, 1:] == ranked[:, :-1], axis=1)
-            deviation = utilities - mean
-            others = deviation.sum(axis=2) - deviation[:, :, k]
-            mu = mean[:, :, k] + weight * others
+            mu, sd = column_conditionals(utilities, mean, rho, scale, k)
             draws = truncated_normal(
                 below,
                 above,
