@@ -140,18 +140,19 @@ def run(lists, n_items, args, variant, seed):
         post[key] = post[f"cluster_{key}"]
     post["loglik"] = (("chain", "draw"), total_loglik(model, idata))
     names = [q for q in QUANTITIES if q in post]
+    if args.block_means:
+        print_block_means(post, args.block_means, variant, seed)
     rhat = az.rhat(post[names])
     ess = az.ess(post[names], method="bulk")
     n_iter = args.chains * (args.tune + args.draws)
-    z = post["cluster"].values
-    estimates = [pmc.point_estimate_partition(z[c], n_runs=4) for c in range(z.shape[0])]
-    aris = [pmc.adjusted_rand_index(a, b) for a, b in itertools.combinations(estimates, 2)]
+    agreement = pmc.chain_agreement(idata, "cluster")
+    aris = agreement[np.triu_indices(len(agreement), 1)]
     return {
         "rhat": {n: float(rhat[n]) for n in names},
         "ess": {n: float(ess[n]) for n in names},
         "seconds": sampling,
         "ms_iter": 1e3 * sampling * min(args.cores, args.chains) / n_iter,
-        "ari_min": float(min(aris)) if aris else float("nan"),
+        "ari_min": float(aris.min()) if aris.size else float("nan"),
         "k_mean": float(post["n_clusters"].mean()),
         "informed": float(
             np.sum(idata.sample_stats["informed_splits"].values)
@@ -163,6 +164,20 @@ def run(lists, n_items, args, variant, seed):
         if "slots_full" in idata.sample_stats
         else float("nan"),
     }
+
+
+def print_block_means(post, block, variant, seed):
+    """Each chain's means of K, the entropy, the log-likelihood and ``tau`` over consecutive
+    blocks of ``block`` kept draws: a chain drifting (burn-in) shows a trend, chains in
+    different modes show levels that stay apart."""
+    names = ("n_clusters", "entropy", "loglik", "tau")
+    print(f"block means of {block} draws ({variant}, random_seed={seed}): " + " / ".join(names))
+    for c in range(post.sizes["chain"]):
+        cells = []
+        for b in range(0, post.sizes["draw"] - block + 1, block):
+            k, h, ll, tau = (float(post[q].values[c, b : b + block].mean()) for q in names)
+            cells.append(f"{k:.1f}/{h:.2f}/{ll:.0f}/{tau:.2f}")
+        print(f"  chain {c}: " + "  ".join(cells))
 
 
 def time_iterations(model, n_iter, labels, seed=1, old=False, settle=0):
@@ -215,6 +230,13 @@ def main():
         "with several, the spread of R-hat and chain agreement over the seeds is printed",
     )
     parser.add_argument("--timing-iterations", type=int, default=30)
+    parser.add_argument(
+        "--block-means",
+        type=int,
+        default=0,
+        help="also print each chain's means of K, entropy, loglik and tau over blocks of this "
+        "many kept draws (drift within a chain against levels apart between chains)",
+    )
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
     parser.add_argument(

@@ -20,6 +20,7 @@ from pymc_crp.distributions import (
 from pymc_crp.posterior import (
     ConsensusOrder,
     adjusted_rand_index,
+    chain_agreement,
     cluster_summary,
     consensus_order,
     expected_loss,
@@ -101,6 +102,7 @@ __all__ = [
     *_PLOTS,
     "ConsensusOrder",
     "adjusted_rand_index",
+    "chain_agreement",
     "cluster_summary",
     "consensus_order",
     "expected_loss",

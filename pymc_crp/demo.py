@@ -67,9 +67,7 @@ def main(argv=None) -> az.InferenceData:
     print(f"Sampling (with compilation) took {time.perf_counter() - start:.0f} s.")
 
     pmc.partition_stats(idata, "cluster")
-    summary = az.summary(
-        idata, var_names=["cluster_n_clusters", "cluster_entropy", "alpha", "p", "tau", "rho"]
-    )
+    summary = pmc.cluster_summary(idata, "cluster", var_names=["p", "tau", "rho"])
     print("\nLabel-invariant summaries (R-hat and ESS are meaningful for these):")
     print(summary[["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]].to_string())
     worst = float(summary["r_hat"].max())

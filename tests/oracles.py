@@ -487,3 +487,16 @@ def exact_clustered_total_orders_random_noise(
         for block in blocks:
             co[np.ix_(block, block)] += weight
     return co / total, k_dist / total, mean_p / total
+
+
+def pair_counting_ari(a, b) -> float:
+    """Adjusted Rand index by counting every pair of items (Hubert and Arabie 1985): the Rand
+    index of the pairs put together by ``a`` and by ``b``, corrected for chance."""
+    n = len(a)
+    pairs = list(itertools.combinations(range(n), 2))
+    same_a = np.array([a[i] == a[j] for i, j in pairs])
+    same_b = np.array([b[i] == b[j] for i, j in pairs])
+    both, in_a, in_b = np.sum(same_a & same_b), np.sum(same_a), np.sum(same_b)
+    expected = in_a * in_b / len(pairs)
+    top = 0.5 * (in_a + in_b)
+    return 1.0 if top == expected else float((both - expected) / (top - expected))

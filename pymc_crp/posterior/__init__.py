@@ -1,11 +1,13 @@
 """Analysis of posterior draws (ArviZ and xarray; no step methods).
 
-Label draws (:mod:`.draws`), label-invariant diagnostics (:mod:`.diagnostics`), point
-estimates of the partition (:mod:`.point_estimate`), relabelling of slot parameters
-(:mod:`.relabel`), consensus partial orders (:mod:`.consensus`) and plots (:mod:`.plots`,
-imported on first use: it imports matplotlib).
+Label draws (:mod:`.draws`), label-invariant diagnostics (:mod:`.diagnostics`), the agreement
+of chains' partitions (:mod:`.agreement`), point estimates of the partition
+(:mod:`.point_estimate`), relabelling of slot parameters (:mod:`.relabel`), consensus partial
+orders (:mod:`.consensus`) and plots (:mod:`.plots`, imported on first use: it imports
+matplotlib).
 """
 
+from pymc_crp.posterior.agreement import chain_agreement
 from pymc_crp.posterior.consensus import (
     ConsensusOrder,
     consensus_order,
@@ -26,6 +28,7 @@ __all__ = [
     "ConsensusOrder",
     "adjusted_rand_index",
     "canonical_draws",
+    "chain_agreement",
     "cluster_summary",
     "consensus_order",
     "expected_loss",

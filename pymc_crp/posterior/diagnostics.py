@@ -19,6 +19,7 @@ See :mod:`pymc_crp.posterior.point_estimate` for point-estimate partitions and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
 
 import arviz as az
@@ -150,6 +151,7 @@ def cluster_summary(
     *,
     concentration: str | bool | None = None,
     log_likelihood: bool = True,
+    var_names: Sequence[str] = (),
     **summary_kwargs,
 ):
     """ArviZ summary (means, HDIs, R-hat, ESS) of label-invariant quantities.
@@ -169,6 +171,9 @@ def cluster_summary(
         variable named ``concentration``, ``theta``, ``alpha`` or ``gamma``; ``False`` omits it.
     log_likelihood : bool, default True
         Include the total log-likelihood when ``idata.log_likelihood`` exists.
+    var_names : sequence of str, default ()
+        Further scalar posterior variables (dims ``(chain, draw)``), e.g. a model's noise and
+        hyperparameters; scalars do not depend on the labels, so their R-hat is meaningful.
     **summary_kwargs
         Passed to :func:`arviz.summary` (e.g. ``hdi_prob``, ``kind``, ``round_to``).
 
@@ -183,6 +188,17 @@ def cluster_summary(
     conc = _find_concentration(idata.posterior, concentration)
     if conc is not None:
         data[conc] = idata.posterior[conc]
+    if isinstance(var_names, str):
+        raise TypeError(f"var_names must be a sequence of names, got the string {var_names!r}")
+    for name in var_names:
+        if name not in idata.posterior.data_vars or idata.posterior[name].dims != (
+            "chain",
+            "draw",
+        ):
+            raise ValueError(
+                f"var_names: {name!r} is not a scalar posterior variable (dims (chain, draw))"
+            )
+        data[name] = idata.posterior[name]
     if log_likelihood and "log_likelihood" in idata.groups():
         ll = idata.log_likelihood
         total = sum(
