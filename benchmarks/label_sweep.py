@@ -165,7 +165,7 @@ def bench_step(sizes, repeats):
             start = time.perf_counter()
             step = pmc.CRPGibbs([z])
             t_build = time.perf_counter() - start
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         point["z"] = rng.integers(0, 10, n)  # 10 occupied slots, 10 empty
         point["mu"] = rng.normal(0.0, 10.0, N_SLOTS)
         step.step(point)  # warm-up

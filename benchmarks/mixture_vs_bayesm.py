@@ -123,7 +123,7 @@ def profile_steps(model, idata, n_iter: int = 30) -> dict:
     from pymc_crp.step_methods import ConcentrationGibbs
     from pymc_crp.step_methods.normal_gibbs import MixtureCRPGibbs, NormalInverseWishartGibbs
 
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     post = idata.posterior.isel(chain=0, draw=-1)
     point["cluster"] = post["cluster"].values
     point["mu"] = post["mu"].values

@@ -56,7 +56,7 @@ def time_iterations(model, n_iter, extra_steps=None, seed=1):
         step = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
         if isinstance(step, list):
             step = pm.CompoundStep(step)
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         step.set_rng(np.random.default_rng(seed))
         for _ in range(5):  # warm-up: compilation and first tuning
             point, _ = step.step(point)

@@ -196,7 +196,7 @@ def time_iterations(model, n_iter, labels, seed=1, old=False, settle=0):
         steps = steps if isinstance(steps, list) else [steps]
         for i, step in enumerate(steps):
             step.set_rng(np.random.default_rng(seed + i))
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         point["cluster"] = np.asarray(labels, dtype=np.int64)
         label_steps = (pmc.CRPGibbs, pmc.PartialOrderLabelGibbs)
         for _ in range(40):  # warm-up: compilation, tuning, utilities fitted to the clusters

@@ -87,7 +87,7 @@ def run_case(case, n, iterations, warmup=3, traced=2):
         step = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
         if isinstance(step, list):
             step = pm.CompoundStep(step)
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         step.set_rng(np.random.default_rng(1))
         for _ in range(warmup):
             point, _ = step.step(point)

@@ -40,7 +40,8 @@ def variant_kwargs(variant: str) -> dict:
     """``cellsN``: N within-interval scans; ``colsN``: N passes of column shifts and scalings
     (``cols0``: the utility step before them); ``hopsN``: N sweeps of moves to the next
     interval; ``gibbsN``: coordinate Gibbs of N items per slot (the other moves at their
-    defaults)."""
+    defaults). ``collN`` (handled by :func:`run_chain`): N collapsed moves of each of ``tau``
+    and ``rho`` per step of ``UtilityMeanGibbs``, the utility step at its defaults."""
     keys = (
         ("cells", "cell_sweeps"),
         ("cols", "column_moves"),
@@ -56,7 +57,11 @@ def variant_kwargs(variant: str) -> dict:
 def run_chain(model, truth, variant, chain, iterations):
     """One chain at the planted partition; returns (traces, seconds of the kept iterations)."""
     with model:
-        extra = [pmc.UtilityMetropolis([model["U"]], **variant_kwargs(variant))]
+        if variant.startswith("coll"):  # collapsed tau/rho moves of the U0 step
+            moves = int(variant[4:])
+            extra = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=moves)]
+        else:
+            extra = [pmc.UtilityMetropolis([model["U"]], **variant_kwargs(variant))]
         provided, selected = pm.sampling.mcmc.assign_step_methods(model, extra)
         steps = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
     steps = steps if isinstance(steps, list) else [steps]
@@ -66,7 +71,7 @@ def run_chain(model, truth, variant, chain, iterations):
     lists = np.asarray(model.rvs_to_values[model["lists"]].data)
     cache = list_likelihood_cache()
     list_set = cache.list_set(lists, True)
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     point["cluster"] = truth.astype(np.int64)
     n_tune = iterations // 3
     traces = {q: [] for q in QUANTITIES}

@@ -288,8 +288,11 @@ def clustered_partial_orders(
         rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
         tau = pm.Uniform("tau", 0.0, 1.0)
         set_role(model, tau, HyperparameterRole())
+        # Chains start from a prior draw of the utilities (seeded per chain by pm.sample): at
+        # the prior mean every slot would be the same matrix of zeros (no relations, all slots
+        # equal), from which the moves of tau and rho given the slots head for tau -> 1.
         mean_utilities = EquicorrelatedNormal(
-            "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim")
+            "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim"), initval="prior"
         )
         utilities = EquicorrelatedNormal(
             "U",
@@ -297,6 +300,7 @@ def clustered_partial_orders(
             rho=rho,
             scale=pt.sqrt(1.0 - tau**2),
             dims=("slot", "item", "dim"),
+            initval="prior",
         )
         # Interweaved non-centred moves (step_methods/noncentred.py) scale the utilities.
         set_role(model, tau, HyperparameterRole("shrinkage", (utilities,), mean_utilities))

@@ -414,7 +414,7 @@ def _sets_prior_slotwise(model: Model, slot: ConjugateSlot, base) -> bool:
     if value not in inputs:
         return False
     fn = pytensor.function(inputs, hyper, on_unused_input="ignore")
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     before = np.asarray(fn(*(point[v.name] for v in inputs)))
     moved = np.array(point[value.name], dtype=float, copy=True)
     moved[0] += 0.37

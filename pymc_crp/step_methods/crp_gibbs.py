@@ -137,7 +137,7 @@ class CRPGibbs(BlockedStep):
             vars = _label_value_vars(model)
         value_var, label_rv = self._label_variable(model, vars)
         if initial_point is None:
-            initial_point = model.initial_point()
+            initial_point = model.initial_point(random_seed=0)
         compile_kwargs = dict(compile_kwargs or {})
         self.vars = [value_var]
         self.rng = get_random_generator(rng)

@@ -275,7 +275,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         occupied = OccupiedSlotTerms.find(model, role.utilities)
         self._occupied = None  # the full joint density while checking
         if occupied is not None:
-            initial_point = kwargs.get("initial_point") or model.initial_point()
+            initial_point = kwargs.get("initial_point") or model.initial_point(random_seed=0)
             if self._occupied_differences_agree(occupied, initial_point):
                 self._occupied = occupied
 

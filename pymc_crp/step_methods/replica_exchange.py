@@ -212,7 +212,7 @@ class ReplicaExchange(BlockedStep):
         total = sum((pt.sum(logps[rv]) for rv in lists), pt.constant(0.0, dtype="float64"))
         self._loglik_fn = compile_point_function(model, total, compile_kwargs)
         if initial_point is None:
-            initial_point = model.initial_point()
+            initial_point = model.initial_point(random_seed=0)
         with model:
             provided = list(steps()) if steps is not None else []
             provided, selected = assign_step_methods(model, provided, pm.STEP_METHODS)

@@ -417,7 +417,7 @@ def test_empty_slot_refresh_draws_independent_prior_values(case, priors):
     with model:
         step = pmc.CRPGibbs([model["z"]])
     step.set_rng(np.random.default_rng(12))
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     point["z"] = np.full(6, 5, dtype=np.int64)
     n_steps = 300
     draws = {name: np.empty((n_steps, 5)) for name in priors}
@@ -619,7 +619,7 @@ def test_step_pickle_round_trip(small_model, dumps, loads):
     with small_model:
         step = pmc.CRPGibbs([small_model["z"]], membership_probs=True)
     step.set_rng(np.random.default_rng(8))
-    point = small_model.initial_point()
+    point = small_model.initial_point(random_seed=0)
     point["z"] = np.array([0, 0, 1, 1, 2, 2])  # slots 3..5 empty: their means get refreshed
     if dumps is pickle.dumps:
         with small_model:
@@ -645,7 +645,7 @@ def test_step_pickle_round_trip(small_model, dumps, loads):
         assert stats_a[0]["n_clusters"] == stats_b[0]["n_clusters"]
         point = out_a
     # the empty slots' means were refreshed (the step changes more than the labels)
-    assert not np.array_equal(out_a["mu"], small_model.initial_point()["mu"])
+    assert not np.array_equal(out_a["mu"], small_model.initial_point(random_seed=0)["mu"])
 
 
 # --------------------------------------------------------------------------------------------
@@ -692,7 +692,7 @@ def test_potential_not_depending_on_labels_is_fine():
     model = _structure_model("harmless_potential")
     with model:
         step = pmc.CRPGibbs([model["z"]])
-    point, stats = step.step(model.initial_point())
+    point, stats = step.step(model.initial_point(random_seed=0))
     assert point["z"].shape == (6,)
 
 
@@ -717,7 +717,7 @@ def test_nan_loglik_raises_floating_point_error():
         mu = pm.Normal("mu", 0.0, TAU, shape=6)
         pm.Normal("y", mu[z], 1.0, observed=y_data)
         step = pmc.CRPGibbs([z])
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     step.step(point)  # fine with complete data
     y_missing = Y6.copy()
     y_missing[2] = np.nan

@@ -275,7 +275,7 @@ def test_observed_labels_out_of_range_are_refused():
     with model:
         step = pmc.ConcentrationGibbs([alpha])
     with pytest.raises(ValueError, match="observed labels must lie in 0..5"):
-        step.step(model.initial_point())
+        step.step(model.initial_point(random_seed=0))
 
 
 # --------------------------------------------------------------------------------------------

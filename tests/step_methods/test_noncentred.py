@@ -222,7 +222,7 @@ def test_noncentred_ratio_is_exact_near_rho_one(clustered):
     softplus = np.logaddexp
     with model:
         step = pmc.NonCentredHyperparameterMetropolis([model["rho"]])
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         v = 50 * math.log(2.0)  # 1 - rho = 2^-50
         point["rho_logodds__"] = np.array(v)
         whiten = math.exp(-0.5 * softplus(0.0, v))  # sqrt(1 - rho)

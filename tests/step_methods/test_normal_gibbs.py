@@ -337,7 +337,7 @@ def me_model():
 
 def fixed_point(model, seed=0, theta=None):
     rng = np.random.default_rng(seed)
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     n_slots, d = point["mu"].shape
     point["mu"] = rng.normal(size=(n_slots, d)) * 2
     set_sigma(point, model, np.stack([random_spd(rng, d, 0.7) for _ in range(n_slots)]))
@@ -426,7 +426,7 @@ def test_normal_inverse_wishart_gibbs_uses_y_without_measurement_error():
         y, None, max_clusters=3, concentration=1.0, prior={"nu": 9.0, "kappa0": 2.0}
     )
     assert "theta" not in model.named_vars
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     point["cluster"] = np.array([0, 0, 0, 1, 1, 1, 1])
     step = NormalInverseWishartGibbs(model=model, rng=np.random.default_rng(1))
     m = 8000
@@ -591,5 +591,5 @@ def test_same_seed_same_draws_and_pickling():
     steps.append(NormalInverseWishartGibbs(model=model))
     for step in steps:
         clone = cloudpickle.loads(cloudpickle.dumps(step))
-        p1, _ = clone.step(model.initial_point())
+        p1, _ = clone.step(model.initial_point(random_seed=0))
         assert np.all(np.isfinite(p1["mu"]))

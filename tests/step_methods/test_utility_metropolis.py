@@ -179,7 +179,7 @@ def test_utility_mean_gibbs_matches_dense_conditional():
         [model["U0"]], model=model, rng=np.random.default_rng(1), collapsed_moves=0
     )
     rng = np.random.default_rng(2)
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     tau, rho = 0.6, 0.3
     point["tau_interval__"] = np.log(tau / (1 - tau))
     point["rho_logodds__"] = np.log(rho / (1 - rho))
@@ -208,7 +208,7 @@ def test_utility_mean_gibbs_matches_dense_conditional():
 def test_utility_step_reproducible_and_validates():
     lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
     model = pmc.models.partial_order(lists, 3, n_dims=2, noise=0.1)
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     a = pmc.UtilityMetropolis([model["U"]], model=model, rng=np.random.default_rng(5))
     b = pmc.UtilityMetropolis([model["U"]], model=model, rng=np.random.default_rng(5))
     pa, pb = point, point
@@ -246,7 +246,7 @@ def test_utility_step_same_chain_with_and_without_the_cache():
                 )
                 step = pm.CompoundStep(step) if isinstance(step, list) else step
                 step.set_rng(np.random.default_rng(3))
-                point, trace = model.initial_point(), []
+                point, trace = model.initial_point(random_seed=0), []
                 for _ in range(15):
                     point, _ = step.step(point)
                     trace.append(np.concatenate([np.ravel(point[k]) for k in sorted(point)]))
@@ -312,7 +312,7 @@ def test_cache_entries_left_by_a_step_are_exact():
     model = pmc.models.clustered_partial_orders(lists, n_items, n_dims=2, max_clusters=4)
     with model:
         step = pmc.UtilityMetropolis([model["U"]], rng=np.random.default_rng(0))
-    point = model.initial_point()
+    point = model.initial_point(random_seed=0)
     point["cluster"] = labels
     point["U"] = rng.normal(size=point["U"].shape)
     cache = list_likelihood_cache()
@@ -372,7 +372,7 @@ def test_compiled_item_sweeps_are_the_python_moves_bit_for_bit(stacked, monkeypa
             monkeypatch.setattr(UtilityMetropolis, "_compiled_sweeps", lambda self, sweep: False)
         with model:
             step = pmc.UtilityMetropolis([model["U"]], item_sweeps=2, rng=np.random.default_rng(1))
-        point = model.initial_point()
+        point = model.initial_point(random_seed=0)
         if stacked:
             point["cluster"] = np.arange(len(lists)) % 3
         trace = []
