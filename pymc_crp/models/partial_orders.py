@@ -258,6 +258,15 @@ def clustered_partial_orders(
         updated by :class:`~pymc_crp.HyperparameterMetropolis` (random walk on the
         unconstrained scale; their only child is the label prior). The cluster weights are
         ``n_j - d`` and ``α + dK`` (section 2 of ``docs/mathematics.md``).
+
+    Notes
+    -----
+    The initial values of ``U0`` and ``U`` are a prior draw (``initval="prior"``), which
+    ``pm.sample`` seeds per chain from ``random_seed``: the chains start dispersed, as R-hat
+    assumes, and reproducibly. (At the prior mean every slot would be the same matrix of
+    zeros: no relations, and the moves of ``τ`` and ``ρ`` given such slots head for
+    ``τ → 1``.) ``model.initial_point(random_seed=...)`` gives the same start outside
+    ``pm.sample``.
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
