@@ -297,9 +297,7 @@ def clustered_partial_orders(
         rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
         tau = pm.Uniform("tau", 0.0, 1.0)
         set_role(model, tau, HyperparameterRole())
-        # Chains start from a prior draw of the utilities (seeded per chain by pm.sample): at
-        # the prior mean every slot would be the same matrix of zeros (no relations, all slots
-        # equal), from which the moves of tau and rho given the slots head for tau -> 1.
+        # initval="prior": a dispersed, seeded start (see Notes in the docstring).
         mean_utilities = EquicorrelatedNormal(
             "U0", mu=np.zeros((n_items, n_dims)), rho=rho, dims=("item", "dim"), initval="prior"
         )
