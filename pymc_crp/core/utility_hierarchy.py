@@ -19,14 +19,17 @@ have mean ``\bar U_j ~ N(0, v Σ_ρ)``, ``v = τ^2 + (1-τ^2)/n``, and deviation
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
 
 __all__ = [
+    "HierarchyStatistics",
     "collapsed_log_density",
     "equicorrelated_quadratic",
     "equicorrelated_row_log_density",
+    "hierarchy_statistics",
     "last_axis_mean",
 ]
 
@@ -85,18 +88,52 @@ def equicorrelated_row_log_density(x, mean, head, one_minus, one_plus, scale2): 
     return -0.5 * (head + quad)
 
 
-def collapsed_log_density(slots: np.ndarray, tau: float, rho: float) -> float:
-    """``log p(U_O | τ, ρ)`` of occupied slots ``(n, M, K)`` with ``U0`` integrated out (see
-    the module docstring); ``-inf`` outside ``0 <= τ < 1``, ``0 <= ρ < 1``."""
+class HierarchyStatistics(NamedTuple):
+    r"""What :func:`collapsed_log_density` needs of the occupied slots ``(n, M, K)``: their
+    shape and the two parts of ``q`` (:func:`equicorrelated_quadratic`) of the deviations
+    ``U^{(a)}_j - \bar U_j`` and of the means ``\bar U_j``, each summed over slots and items:
+    ``q = \text{spread}/(1-ρ) + \text{level}/(1+(K-1)ρ)``."""
+
+    n: int
+    n_items: int
+    k: int
+    within_spread: float
+    within_level: float
+    between_spread: float
+    between_level: float
+
+
+def _quadratic_parts(x: np.ndarray) -> tuple[float, float]:
+    """``(Σ ‖x - x̄ 1‖², Σ K x̄²)`` over the last axis, summed over the others."""
+    k = x.shape[-1]
+    mean = x.mean(axis=-1, keepdims=True)
+    return float(np.sum((x - mean) ** 2)), float(k * np.sum(mean**2))
+
+
+def hierarchy_statistics(slots: np.ndarray) -> HierarchyStatistics:
+    """The :class:`HierarchyStatistics` of occupied slots ``(n, M, K)`` (they do not depend
+    on ``τ`` or ``ρ``, so many moves of those reuse them)."""
+    n, n_items, k = slots.shape
+    mean = slots.mean(axis=0)
+    return HierarchyStatistics(
+        n, n_items, k, *_quadratic_parts(slots - mean), *_quadratic_parts(mean)
+    )
+
+
+def collapsed_log_density(slots: np.ndarray | HierarchyStatistics, tau: float, rho: float) -> float:
+    """``log p(U_O | τ, ρ)`` of occupied slots ``(n, M, K)`` (or their
+    :func:`hierarchy_statistics`) with ``U0`` integrated out (see the module docstring);
+    ``-inf`` outside ``0 <= τ < 1``, ``0 <= ρ < 1``."""
     if not (0.0 <= tau < 1.0 and 0.0 <= rho < 1.0):
         return -math.inf
-    n, n_items, k = slots.shape
+    stats = slots if isinstance(slots, HierarchyStatistics) else hierarchy_statistics(slots)
+    n, n_items, k = stats.n, stats.n_items, stats.k
     s2 = 1.0 - tau**2
     v = tau**2 + s2 / n
+    one_minus, one_plus = 1.0 - rho, 1.0 + (k - 1) * rho
     logdet = (k - 1) * math.log1p(-rho) + math.log1p((k - 1) * rho)
-    mean = slots.mean(axis=0)
-    within = float(np.sum(equicorrelated_quadratic(slots - mean, rho)))
-    between = float(np.sum(equicorrelated_quadratic(mean, rho)))
+    within = stats.within_spread / one_minus + stats.within_level / one_plus
+    between = stats.between_spread / one_minus + stats.between_level / one_plus
     log_2pi = math.log(2.0 * math.pi)
     out = (n - 1) * n_items * (k * (log_2pi + math.log(s2)) + logdet) + within / s2
     out += n_items * (k * (log_2pi + math.log(v)) + logdet) + between / v

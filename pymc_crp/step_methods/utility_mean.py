@@ -34,7 +34,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.core.utility_hierarchy import collapsed_log_density
+from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
 from pymc_crp.step_methods.model_graph import compile_point_function
 
@@ -101,7 +101,8 @@ class UtilityMeanGibbs(BlockedStep):
         if labels is not None and slots_value in model.value_vars:
             self._slots_name = slots_value.name
             self._labels_name = model.rvs_to_values[labels].name
-        # Free tau / rho: (value name, fn(point) -> prior log-density on the sampler's scale).
+        # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
+        # value on the sampler's scale)): one compiled call per move.
         self._hyper = []
         if self._labels_name is not None and collapsed_moves:
             for hyper in (role.tau, role.rho):
@@ -111,7 +112,8 @@ class UtilityMeanGibbs(BlockedStep):
                 if model.rvs_to_transforms.get(hyper) is None:
                     continue  # the moves are on the unconstrained scale
                 logp = model.logp(vars=[hyper], jacobian=True, sum=True)
-                fn = compile_point_function(model, logp, compile_kwargs)
+                outs = [pt.cast(g, "float64") for g in (*graphs[1:], logp)]
+                fn = compile_point_function(model, outs, compile_kwargs)
                 self._hyper.append((hyper_value.name, fn))
         self.collapsed_moves = int(collapsed_moves)
 
@@ -123,22 +125,19 @@ class UtilityMeanGibbs(BlockedStep):
 
     def _collapsed_moves(self, point, slots, occupied):
         """Random-walk moves of ``τ`` and ``ρ`` targeting ``p(τ, ρ | U_O)``; acceptance rate."""
-        occupied_slots = slots[occupied]
+        stats = hierarchy_statistics(slots[occupied])
         tries = accepts = 0
-        for name, prior_fn in self._hyper:
-            _, tau, rho = self._params_fn(point)
-            current = collapsed_log_density(occupied_slots, float(tau), float(rho))
-            current += float(prior_fn(point))
+        for name, hyper_fn in self._hyper:
+            tau, rho, prior = hyper_fn(point)
+            current = collapsed_log_density(stats, float(tau), float(rho)) + float(prior)
             for _ in range(self.collapsed_moves):
                 old = np.array(point[name], copy=True)
                 step = _COLLAPSED_SCALE * self.rng.standard_normal(old.shape)
                 point[name] = np.asarray(old + step, dtype=old.dtype)
-                _, tau, rho = self._params_fn(point)
-                proposed = collapsed_log_density(occupied_slots, float(tau), float(rho))
-                proposed += float(prior_fn(point))
-                log_ratio = proposed - current
+                tau, rho, prior = hyper_fn(point)
+                proposed = collapsed_log_density(stats, float(tau), float(rho)) + float(prior)
                 tries += 1
-                if np.isfinite(proposed) and math.log(self.rng.random()) < log_ratio:
+                if np.isfinite(proposed) and math.log(self.rng.random()) < proposed - current:
                     current = proposed
                     accepts += 1
                 else:

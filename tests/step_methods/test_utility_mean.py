@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import pymc_crp as pmc
-from pymc_crp.core.utility_hierarchy import collapsed_log_density
+from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 
 
 def dense_log_density(slots, tau, rho):
@@ -34,6 +34,9 @@ def test_collapsed_density_matches_the_dense_normal(n):
     ours = np.array([collapsed_log_density(slots, t, r) for t, r in settings])
     dense = np.array([dense_log_density(slots, t, r) for t, r in settings])
     np.testing.assert_allclose(ours - ours[0], dense - dense[0], atol=1e-8)
+    statistics = hierarchy_statistics(slots)  # what the moves reuse across tau and rho
+    reused = [collapsed_log_density(statistics, t, r) for t, r in settings]
+    np.testing.assert_array_equal(reused, ours)
     assert collapsed_log_density(slots, 1.0, 0.2) == -np.inf
 
 
