@@ -41,7 +41,7 @@ from pymc_crp.step_methods.model_graph import compile_point_function
 __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
-_COLLAPSED_MOVES = 5  # moves of each hyperparameter per step
+_COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
 
 
 class UtilityMeanGibbs(BlockedStep):
@@ -53,7 +53,7 @@ class UtilityMeanGibbs(BlockedStep):
     Parameters
     ----------
     vars : the ``U0`` variable
-    collapsed_moves : int, default 5
+    collapsed_moves : int, default 25
         Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per step
         (0: none; only with labels recorded by the builder).
     model, rng, initial_point, compile_kwargs, blocked
