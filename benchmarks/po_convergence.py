@@ -19,6 +19,7 @@ A second table times one iteration of the new step set at ``max_clusters`` 10 an
 
     python benchmarks/po_convergence.py                  # short: 300 lists, 4 x (300 + 300)
     python benchmarks/po_convergence.py --lists 1000 --tune 1000 --draws 1000 --cores 2
+    python benchmarks/po_convergence.py --data witness --tune 1000 --draws 1000 --baseline new
 """
 
 from __future__ import annotations
@@ -241,6 +242,13 @@ def main():
         help="also print each chain's means of K, entropy, loglik and tau over blocks of this "
         "many kept draws (drift within a chain against levels apart between chains)",
     )
+    parser.add_argument(
+        "--data",
+        choices=("synthetic", "witness"),
+        default="synthetic",
+        help="synthetic: the simulated lists above; witness: the demo's 15 witness lists "
+        "(pmc.datasets.load_witness_lists; the timing tables are skipped)",
+    )
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
     parser.add_argument(
@@ -274,16 +282,22 @@ def main():
     )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    lists, truth = simulate(args.lists, rng)
+    if args.data == "witness":
+        witness = pmc.datasets.load_witness_lists()
+        lists, n_items = witness.lists, witness.n_items
+        described = f"the {len(lists)} witness lists over {n_items} items"
+    else:
+        lists, truth = simulate(args.lists, rng)
+        n_items = 10
+        described = f"{args.lists} full rankings of 10 items, 5 planted orders (3 dims), p = 0.1"
     print(
-        f"{args.lists} full rankings of 10 items, 5 planted orders (3 dims), p = 0.1; "
-        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), cores={args.cores}; "
-        f"load average {os.getloadavg()[0]:.2f}"
+        f"{described}; {args.chains} chains x ({args.tune} tune + {args.draws} draws), "
+        f"cores={args.cores}; load average {os.getloadavg()[0]:.2f}"
     )
     if not args.skip_chains:
         variants = tuple(dict.fromkeys((args.baseline, *args.variants)))  # each run once
         seeds = args.sampler_seeds or [args.seed + 1]
-        runs = {v: [run(lists, 10, args, v, seed) for seed in seeds] for v in variants}
+        runs = {v: [run(lists, n_items, args, v, seed) for seed in seeds] for v in variants}
         for seed_index, seed in enumerate(seeds):
             old = runs[args.baseline][seed_index]
             for variant in variants[1:] or variants:  # --variants X --baseline X: X alone
@@ -291,6 +305,8 @@ def main():
                 report(old, runs[variant][seed_index])
         if len(seeds) > 1:
             spread(runs, seeds)
+    if args.data == "witness":
+        return
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
     start = truth.copy()
     start[:9] = 5 + np.arange(9) % 3
