@@ -114,6 +114,9 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
+    elif variant.startswith("coll"):  # new, N collapsed tau/rho moves per UtilityMeanGibbs step
+        with model:
+            step = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=int(variant[4:]))]
     elif variant.startswith("ms"):  # new, with another number of merge-split proposals
         with model:
             step = [  # no annealing: the merge-split moves alone
@@ -277,7 +280,8 @@ def main():
         "merge-split proposals per step, no annealing; ms0 is the label step before merge-split "
         "and annealing), swN (N rounds of label moves per step), annN (label moves annealed "
         "over N "
-        "tuning steps), newL / oldL "
+        "tuning steps), collN (N collapsed tau/rho moves per step of UtilityMeanGibbs), newL / "
+        "oldL "
         "(max_clusters=L)",
     )
     args = parser.parse_args()

@@ -273,3 +273,17 @@ def test_informed_split_merge_two_dimensions_matches_enumeration():
     assert not mismatches(z, co, k_dist)
     wrong = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0)
     assert mismatches(z, *wrong)  # partial orders are not total orders: the test has power
+
+
+def test_anneal_factor_schedule():
+    """beta_t = 1 - (1 - x)^2, x = min(1, (t + 1) / anneal): fast from 0, slow near 1."""
+    from pymc_crp.step_methods.po_labels import anneal_factor
+
+    assert anneal_factor(0, 0) == 1.0
+    assert anneal_factor(0, 4) == 1.0 - 0.75**2
+    assert anneal_factor(1, 4) == 0.75
+    assert anneal_factor(3, 4) == 1.0
+    assert anneal_factor(10, 4) == 1.0
+    betas = [anneal_factor(t, 700) for t in range(700)]
+    assert np.all(np.diff(betas) > 0) and betas[-1] == 1.0
+    assert abs(betas[349] - 0.75) < 1e-12  # halfway: three quarters of the way in beta
