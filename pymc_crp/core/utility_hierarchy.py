@@ -60,10 +60,16 @@ def equicorrelated_quadratic(x, rho):
     numbers of order ``‖x‖²`` and loses every digit once ``1 - ρ`` is below about ``1e-8``.
     ``x`` may be a NumPy array or a PyTensor tensor (only their common methods are used).
     """
+    spread, level = _quadratic_parts(x)
+    return spread / (1.0 - rho) + level / (1.0 + (x.shape[-1] - 1) * rho)
+
+
+def _quadratic_parts(x):
+    """``(‖x - x̄ 1‖², K x̄²)`` over the last axis: the two parts of ``q`` that do not depend
+    on ``ρ`` (NumPy arrays or PyTensor tensors)."""
     k = x.shape[-1]
     mean = x.mean(axis=-1, keepdims=True)
-    deviations = ((x - mean) ** 2).sum(axis=-1)
-    return deviations / (1.0 - rho) + k * mean[..., 0] ** 2 / (1.0 + (k - 1) * rho)
+    return ((x - mean) ** 2).sum(axis=-1), k * mean[..., 0] ** 2
 
 
 @njit(cache=True, nogil=True)
@@ -103,11 +109,10 @@ class HierarchyStatistics(NamedTuple):
     between_level: float
 
 
-def _quadratic_parts(x: np.ndarray) -> tuple[float, float]:
-    """``(Σ ‖x - x̄ 1‖², Σ K x̄²)`` over the last axis, summed over the others."""
-    k = x.shape[-1]
-    mean = x.mean(axis=-1, keepdims=True)
-    return float(np.sum((x - mean) ** 2)), float(k * np.sum(mean**2))
+def _summed_parts(x: np.ndarray) -> tuple[float, float]:
+    """:func:`_quadratic_parts` of ``x`` summed over all rows."""
+    spread, level = _quadratic_parts(x)
+    return float(np.sum(spread)), float(np.sum(level))
 
 
 def hierarchy_statistics(slots: np.ndarray) -> HierarchyStatistics:
@@ -115,9 +120,7 @@ def hierarchy_statistics(slots: np.ndarray) -> HierarchyStatistics:
     on ``τ`` or ``ρ``, so many moves of those reuse them)."""
     n, n_items, k = slots.shape
     mean = slots.mean(axis=0)
-    return HierarchyStatistics(
-        n, n_items, k, *_quadratic_parts(slots - mean), *_quadratic_parts(mean)
-    )
+    return HierarchyStatistics(n, n_items, k, *_summed_parts(slots - mean), *_summed_parts(mean))
 
 
 def collapsed_log_density(slots: np.ndarray | HierarchyStatistics, tau: float, rho: float) -> float:

@@ -123,26 +123,27 @@ class UtilityMeanGibbs(BlockedStep):
         common = self.rng.standard_normal((*shape[:-1], 1))
         return math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common
 
-    def _collapsed_moves(self, point, slots, occupied):
-        """Random-walk moves of ``τ`` and ``ρ`` targeting ``p(τ, ρ | U_O)``; acceptance rate."""
+    def _collapsed_moves(self, point, slots, occupied, tau, rho):
+        """Random-walk moves of ``τ`` and ``ρ`` targeting ``p(τ, ρ | U_O)`` from ``(τ, ρ)``;
+        returns the acceptance rate and the final ``(τ, ρ)``."""
         stats = hierarchy_statistics(slots[occupied])
         tries = accepts = 0
         for name, hyper_fn in self._hyper:
-            tau, rho, prior = hyper_fn(point)
-            current = collapsed_log_density(stats, float(tau), float(rho)) + float(prior)
+            _, _, prior = hyper_fn(point)
+            current = collapsed_log_density(stats, tau, rho) + float(prior)
             for _ in range(self.collapsed_moves):
                 old = np.array(point[name], copy=True)
                 step = _COLLAPSED_SCALE * self.rng.standard_normal(old.shape)
                 point[name] = np.asarray(old + step, dtype=old.dtype)
-                tau, rho, prior = hyper_fn(point)
-                proposed = collapsed_log_density(stats, float(tau), float(rho)) + float(prior)
+                new_tau, new_rho, prior = (float(v) for v in hyper_fn(point))
+                proposed = collapsed_log_density(stats, new_tau, new_rho) + prior
                 tries += 1
                 if np.isfinite(proposed) and math.log(self.rng.random()) < proposed - current:
-                    current = proposed
+                    current, tau, rho = proposed, new_tau, new_rho
                     accepts += 1
                 else:
                     point[name] = old
-        return accepts / tries if tries else np.nan
+        return (accepts / tries if tries else np.nan), tau, rho
 
     def step(self, point):
         point = dict(point)
@@ -153,8 +154,7 @@ class UtilityMeanGibbs(BlockedStep):
             occupied[np.asarray(point[self._labels_name], dtype=np.int64)] = True
         accept = np.nan
         if self._hyper:
-            accept = self._collapsed_moves(point, slots, occupied)
-            _, tau, rho = self._params_fn(point)
+            accept, tau, rho = self._collapsed_moves(point, slots, occupied, float(tau), float(rho))
         s2 = 1.0 - tau**2
         c = s2 / (s2 + np.count_nonzero(occupied) * tau**2)
         mean = c * tau / s2 * slots[occupied].sum(axis=0)
