@@ -26,7 +26,10 @@ Lists of at most :data:`MAX_SMALL_LENGTH` items are counted from the same words,
 ranks as indices into an array of ``2^m`` counts (no hashing, no bitsets over all ``M``
 items): ``C(T) = \sum_{x \text{ maximal in } T} C(T \setminus x)``, ``C(T) = 1`` for
 ``|T| \le 1``, counted forward over the down-sets of each ``T_j`` not yet counted, smallest
-first (each down-set once, adding its count to the down-sets one item larger). Consecutive
+first (each down-set once, adding its count to the down-sets one item larger). A set whose
+comparability graph falls apart into components ``A`` is counted by components,
+``C(T) = |T|!/\prod |A|! \cdot \prod C(A)``: over ``\sum |D(A)|`` down-sets instead of
+``\prod |D(A)|`` (sparse orders of many dimensions, with isolated items). Consecutive
 lists over the same items share the counts (lists over one item set, as when all lists rank
 the same items, count each set once).
 The counts are integers below ``m! < 2^{53}``, so every sum is exact and the ratios have the
@@ -229,14 +232,59 @@ def _count_small(code, full, cnt, stamp, gen, mark, queue, passes):
 
 
 @_leaf
-def _small_ratios(lists, i, n, rank_of, code, scratch, gen, ratios):
+def _component(linked, start, within):
+    """The connected component of the set ``start`` in the comparability graph on ``within``
+    (``linked[x]`` the ranks comparable with ``x``)."""
+    component = start
+    frontier = start
+    while frontier != 0:
+        new = linked[_ctz(frontier)] & within & ~component
+        frontier = (frontier & (frontier - 1)) | new
+        component |= new
+    return component
+
+
+@_leaf
+def _count_split(code, linked, full, scratch, gen, binom):
+    """``C(S)`` of the set ``full`` of ranks as a product over the connected components ``A``
+    of its comparability graph: ``C(S) = |S|!/∏|A|! · ∏ C(A)``, each ``C(A)`` by
+    :func:`_count_small` (the down-sets of ``S`` are the products of those of its components,
+    so this counts ``∑ |D(A)|`` down-sets instead of ``∏ |D(A)|``). Every partial product is
+    an integer at most ``C(S) < 2^53``, so the result is exact."""
+    cnt, stamp, mark, queue, passes = scratch
+    left = _popcount(full)
+    if left <= 1:
+        return 1.0
+    if stamp[full] == gen:
+        return cnt[full]
+    total = 1.0
+    rest = full
+    while rest != 0:
+        component = _component(linked, rest & -rest, rest)
+        rest &= ~component
+        size = _popcount(component)
+        if size > 1:
+            total *= binom[left, size] * _count_small(
+                code, component, cnt, stamp, gen, mark, queue, passes
+            )
+        else:
+            total *= left
+        left -= size
+    return total
+
+
+@_leaf
+def _small_ratios(lists, i, n, rank_of, code, linked, scratch, gen, binom, ratios):
     """Count ratios of list ``i`` (``n <= MAX_SMALL_LENGTH`` items) from its rank-space order
-    (``code[r]`` the ranks above rank ``r``):
-    ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else 0
-    (:func:`_count_small`, ``scratch = (cnt, stamp, mark, queue, passes)``; counts are exact
-    integers below ``2^53``, so they equal the general kernel's bit for bit)."""
+    (``code[r]`` the ranks above rank ``r``, ``linked[r]`` those comparable with it):
+    ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else 0.
+    Counted by :func:`_count_small` when the order on the list's items is connected (its
+    down-sets include the ``T_j`` that follow), else by components (:func:`_count_split`);
+    ``scratch = (cnt, stamp, mark, queue, passes)``. The counts are exact integers below
+    ``2^53``, so the ratios equal the general kernel's bit for bit."""
     cnt, stamp, mark, queue, passes = scratch
     rest = (np.int64(1) << n) - 1  # T_j
+    split = _component(linked, np.int64(1), rest) != rest
     c_now = -1.0  # C(T_j) when known
     for j in range(n - 1):
         r = rank_of[lists[i, j]]
@@ -244,8 +292,16 @@ def _small_ratios(lists, i, n, rank_of, code, scratch, gen, ratios):
         ratio = 0.0
         if (code[r] & rest) == 0:
             if c_now < 0.0:
-                c_now = _count_small(code, rest, cnt, stamp, gen, mark, queue, passes)
-            c_next = _count_small(code, rest & ~bit, cnt, stamp, gen, mark, queue, passes)
+                c_now = (
+                    _count_split(code, linked, rest, scratch, gen, binom)
+                    if split
+                    else _count_small(code, rest, cnt, stamp, gen, mark, queue, passes)
+                )
+            c_next = (
+                _count_split(code, linked, rest & ~bit, scratch, gen, binom)
+                if split
+                else _count_small(code, rest & ~bit, cnt, stamp, gen, mark, queue, passes)
+            )
             ratio = c_next / c_now
             c_now = c_next
         else:
@@ -283,6 +339,7 @@ def memo_ratios_kernel(
     rank_of = np.empty(MAX_KERNEL_ITEMS, np.int64)
     code = np.empty(n_code, np.uint64)
     small = np.empty(n_code, np.int64)
+    linked = np.empty(n_code, np.int64)
     binom = (binom_f, np.empty((0, 1, 1), np.uint64))
     m = _new_count_memo(np.empty(0, np.uint64), max_states)
     use = vals.shape[0] > 0
@@ -293,8 +350,15 @@ def memo_ratios_kernel(
         n = lengths[i]
         if n <= MAX_MEMO_LENGTH and (last < 0 or not _same_items(lists, lengths, i, last)):
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
-            for r in range(n if n <= MAX_SMALL_LENGTH else 0):
+            n_small = n if n <= MAX_SMALL_LENGTH else 0
+            for r in range(n_small):
                 small[r] = np.int64(code[r])
+                linked[r] = small[r]
+            for r in range(n_small):  # comparable: above or below
+                w = small[r]
+                while w != 0:
+                    linked[_ctz(w)] |= np.int64(1) << r
+                    w &= w - 1
             gen += 1  # counts of other items (or another order) are stale
             last = i
         h = _ZERO
@@ -308,7 +372,7 @@ def memo_ratios_kernel(
                 continue
             meta[2] += 1
         if n <= MAX_SMALL_LENGTH:
-            _small_ratios(lists, i, n, rank_of, small, scratch, gen, ratios)
+            _small_ratios(lists, i, n, rank_of, small, linked, scratch, gen, binom_f, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)
             while 0 <= reached <= t:

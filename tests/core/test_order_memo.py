@@ -119,3 +119,32 @@ def test_memo_is_emptied_when_full_and_stays_exact():
         got = _memo_ratios(rel, list_set, memo)
         np.testing.assert_array_equal(got, _memo_ratios(rel, list_set, OrderMemo(30, 5, 0)))
     assert memo.meta[3] > 0
+
+
+def test_orders_of_several_components_equal_brute_force_and_the_general_kernel():
+    """Restricted orders that fall apart into chains and isolated items (counted by
+    components): brute force, and the general kernel bit for bit."""
+    rng = np.random.default_rng(11)
+    n_items = 36
+    group, place = np.arange(n_items) % 4, rng.standard_normal(n_items)
+    # a chain per group; items of different groups incomparable (one dimension up, one down)
+    eta = np.column_stack([place + 10.0 * group, place - 10.0 * group])
+    eta[group == 3] = rng.standard_normal((9, 2)) * 40.0  # and a sparse group
+    padded = _lists(rng, 200, n_items, 9, min_len=2)
+    for row in padded[:40]:  # linear extensions of the chains: many non-zero ratios
+        row[:9] = sorted(rng.choice(27, size=9, replace=False), key=lambda x: -place[x])
+    list_set = ListSet(padded)
+    rel = utility_relation_words(eta[None])
+    got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20))
+    perm = np.arange(list_set.steps.shape[0])
+    want = np.full_like(got, np.nan)
+    assert K.ratios_kernel(
+        rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
+        float_binomials(), 10**7, want,
+    )  # fmt: skip
+    for row in perm:
+        n = list_set.lengths[row]
+        np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
+        brute = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
+        np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+    assert np.count_nonzero(got[list_set.lengths > 2] > 0) > 100  # not all zero ratios
