@@ -223,6 +223,19 @@ def test_utility_step_reproducible_and_validates():
     assert adj.shape == (3, 3)
 
 
+def test_item_sweeps_default_follows_the_list_entries():
+    from pymc_crp.step_methods.utility_metropolis import default_item_sweeps
+
+    assert [default_item_sweeps(e) for e in (1, 36, 400, 401, 999, 1000, 10_000)] == [
+        5, 5, 5, 4, 2, 2, 1,
+    ]  # fmt: skip
+    short = pmc.models.partial_order([[0, 1, 2], [2, 1, 0], [1, 0]], 3, n_dims=2, noise=0.1)
+    assert pmc.UtilityMetropolis([short["U"]], model=short).item_sweeps == 5
+    assert pmc.UtilityMetropolis([short["U"]], model=short, item_sweeps=1).item_sweeps == 1
+    many = pmc.models.partial_order([[0, 1, 2, 3]] * 500, 4, n_dims=2, noise=0.1)
+    assert pmc.UtilityMetropolis([many["U"]], model=many).item_sweeps == 1  # 2,000 entries
+
+
 def test_utility_step_same_chain_with_and_without_the_cache():
     """The list-likelihood cache and the reuse of unchanged orders change no draw."""
     from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache
