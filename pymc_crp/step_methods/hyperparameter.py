@@ -8,13 +8,19 @@ variables that the builders of :mod:`pymc_crp.models` record as hyperparameters.
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
+from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 
 from pymc_crp.roles import HyperparameterRole, get_role
+from pymc_crp.step_methods.list_terms import model_list_entries, repeats_for_entries
 from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis
 
 __all__ = ["HyperparameterMetropolis"]
+
+_MOST_REPEATS = 3  # updates per step on the smallest data sets
 
 
 class HyperparameterMetropolis(ScalarMetropolis):
@@ -22,7 +28,20 @@ class HyperparameterMetropolis(ScalarMetropolis):
     :mod:`pymc_crp.models` (``ρ``, ``τ``, ``p``), assigned automatically.
 
     Defaults to the random walk on the unconstrained (transformed) scale. Sample stats
-    ``hyperparameter_accepted`` and ``hyperparameter_scale``.
+    ``hyperparameter_accepted`` and ``hyperparameter_scale`` (of the last update of a step).
+
+    Parameters
+    ----------
+    vars, proposal, scale
+        As for :class:`~pymc_crp.step_methods.scalar_metropolis.ScalarMetropolis`.
+    repeats : int, optional
+        Updates per step. Default ``min(3, max(1, 2000 // E))`` for ``E`` entries of the
+        model's observed lists (one without lists, and from 1,001 entries on): on small data
+        sets an update is cheap. On the 15 witness lists three updates of ``p``, ``ρ`` and
+        ``τ`` per step brought every R-hat of 4 chains to ≤ 1.01 and every bulk ESS to ≥ 400
+        over four seeds, which one update did not (``benchmarks/README.md``).
+    **kwargs
+        As for :class:`~pymc_crp.step_methods.scalar_metropolis.ScalarMetropolis`.
     """
 
     name = "hyperparameter_metropolis"
@@ -32,8 +51,34 @@ class HyperparameterMetropolis(ScalarMetropolis):
         "hyperparameter_scale": (np.float64, []),
     }
 
-    def __init__(self, vars, *, proposal: str = "transformed", scale: float = 0.5, **kwargs):
+    def __init__(
+        self,
+        vars,
+        *,
+        proposal: str = "transformed",
+        scale: float = 0.5,
+        repeats: int | None = None,
+        **kwargs,
+    ):
+        if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, Integral)):
+            raise TypeError(f"repeats must be a positive integer, got {repeats!r}")
+        if repeats is not None and repeats < 1:
+            raise ValueError(f"repeats must be a positive integer, got {repeats}")
         super().__init__(vars, proposal=proposal, scale=scale, **kwargs)
+        if repeats is None:
+            model = modelcontext(kwargs.get("model"))
+            repeats = repeats_for_entries(model_list_entries(model), _MOST_REPEATS)
+        self.repeats = int(repeats)
+
+    def step(self, point):
+        """``repeats`` updates (:meth:`_update`); the stats of the last."""
+        for _ in range(self.repeats):
+            point, stats = self._update(point)
+        return point, stats
+
+    def _update(self, point):
+        """One update: the random walk of :class:`ScalarMetropolis`."""
+        return ScalarMetropolis.step(self, point)
 
     @staticmethod
     def competence(var, has_grad=None):

@@ -34,6 +34,27 @@ def is_list_term(var) -> bool:
     return owner is not None and isinstance(owner.op, PartialOrderListsRV)
 
 
+SMALL_DATA_ENTRIES = 2000
+"""List entries below which the steps of the partial-order models repeat their cheap moves."""
+
+
+def model_list_entries(model) -> int:
+    """``E``, the entries (items ranked) of all observed :class:`~pymc_crp.PartialOrderLists`
+    of ``model``."""
+    total = 0
+    for rv in model.observed_RVs:
+        if is_list_term(rv):
+            total += int(np.sum(np.asarray(model.rvs_to_values[rv].data) >= 0))
+    return total
+
+
+def repeats_for_entries(n_entries: int, most: int) -> int:
+    """``min(most, max(1, 2000 // E))`` moves per step for lists of ``E`` entries in all: a
+    move's cost follows ``E``, so small data sets get more of them per step at little cost
+    (one from 2,001 entries on)."""
+    return min(int(most), max(1, SMALL_DATA_ENTRIES // max(int(n_entries), 1)))
+
+
 def tempered(beta: float, loglik):
     """``β · loglik`` (scalar or array), with ``β = 0`` giving 0 whatever ``loglik`` is (the
     lists ignored, even where their likelihood is 0)."""

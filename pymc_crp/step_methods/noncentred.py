@@ -317,8 +317,9 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             and np.allclose(differences[:, 1], differences[:, 0], rtol=1e-9, atol=1e-8)
         )
 
-    def step(self, point):
-        point, (stats,) = super().step(point)  # the centred update
+    def _update(self, point):
+        """One update: the centred random walk, then the non-centred move."""
+        point, (stats,) = super()._update(point)  # the centred update
         if self.noncentred_move == "slice":
             point, accepted, evaluations = self._slice_move(point)
         else:

@@ -61,6 +61,7 @@ from pymc_crp.step_methods.list_terms import (
     _proposal_logliks,
     _rows_by_item,
     _TermState,
+    repeats_for_entries,
     tempered,
 )
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
@@ -74,6 +75,7 @@ __all__ = ["UtilityMetropolis"]
 
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
+_MOST_ITEM_SWEEPS = 5  # item sweeps per step on the smallest data sets
 
 
 @dataclass
@@ -129,13 +131,6 @@ class UtilityMetropolisState(StepMethodState):
     _pcn_tuner: ScaleTuner
 
 
-def default_item_sweeps(n_entries: int) -> int:
-    """Item sweeps per step for lists of ``E = n_entries`` entries in all:
-    ``min(5, max(1, 2000 // E))`` (a sweep's cost follows ``E``: small data sets get more
-    sweeps per step at little cost)."""
-    return min(5, max(1, 2000 // max(int(n_entries), 1)))
-
-
 class UtilityMetropolis(CoordinateMoves, BlockedStep):
     """Per-slot Metropolis updates of partial-order utilities (see the module docstring).
 
@@ -179,11 +174,11 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         Make the pCN move of each occupied slot.
     item_sweeps : int, optional
         Random-walk sweeps over the items of each occupied slot per step (0: pCN moves only).
-        Default: :func:`default_item_sweeps` of the lists, ``min(5, max(1, 2000 // E))`` for
-        ``E`` list entries (the summed lengths), so that small data sets, where a sweep is
-        cheap, get up to five; above 1,000 entries, one. On the 15 witness lists (36
-        entries) five sweeps raised the smallest bulk ESS of 4 chains from 308–360 to 354–488
-        (four seeds) for 1.07 times the time (``benchmarks/README.md``).
+        Default: ``min(5, max(1, 2000 // E))`` for ``E`` list entries (the summed lengths),
+        so that small data sets, where a sweep is cheap, get up to five; above 1,000 entries,
+        one. On the 15 witness lists (36 entries) five sweeps raised the smallest bulk ESS of
+        4 chains from 308–339 to 354–488 (four seeds) for 1.07 times the time
+        (``benchmarks/README.md``).
     tune : bool, default True
         Adapt ``σ`` and ``β`` towards acceptance 0.3 while PyMC tunes.
 
@@ -268,7 +263,8 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         self._name = value_var.name
         self._terms = [_ListTerm(model, c, value_var, compile_kwargs) for c in children]
         if item_sweeps is None:
-            item_sweeps = default_item_sweeps(sum(int(np.sum(t.lists >= 0)) for t in self._terms))
+            entries = sum(int(np.sum(t.lists >= 0)) for t in self._terms)
+            item_sweeps = repeats_for_entries(entries, _MOST_ITEM_SWEEPS)
         self.item_sweeps = int(item_sweeps)
         self._prior_fn = compile_point_function(
             model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs

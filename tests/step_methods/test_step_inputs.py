@@ -90,6 +90,18 @@ CASES = [
     ),
     (
         step_on,
+        dict(step_cls=pmc.HyperparameterMetropolis, var="tau", model_fn=hpo_model, repeats=0),
+        ValueError,
+        "repeats",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.HyperparameterMetropolis, var="tau", model_fn=hpo_model, repeats=1.5),
+        TypeError,
+        "repeats",
+    ),
+    (
+        step_on,
         dict(step_cls=pmc.UtilityMeanGibbs, var="U", model_fn=hpo_model),
         ValueError,
         "mean utilities",

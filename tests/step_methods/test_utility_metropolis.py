@@ -223,17 +223,41 @@ def test_utility_step_reproducible_and_validates():
     assert adj.shape == (3, 3)
 
 
-def test_item_sweeps_default_follows_the_list_entries():
-    from pymc_crp.step_methods.utility_metropolis import default_item_sweeps
+def test_default_repeats_follow_the_list_entries():
+    """Item sweeps (at most 5) and hyperparameter updates (at most 3) per step."""
+    from pymc_crp.step_methods.list_terms import repeats_for_entries
 
-    assert [default_item_sweeps(e) for e in (1, 36, 400, 401, 999, 1000, 10_000)] == [
-        5, 5, 5, 4, 2, 2, 1,
-    ]  # fmt: skip
+    entries = (1, 36, 400, 401, 666, 667, 999, 1000, 1001, 10_000)
+    assert [repeats_for_entries(e, 5) for e in entries] == [5, 5, 5, 4, 3, 2, 2, 2, 1, 1]
+    assert [repeats_for_entries(e, 3) for e in entries] == [3, 3, 3, 3, 3, 2, 2, 2, 1, 1]
     short = pmc.models.partial_order([[0, 1, 2], [2, 1, 0], [1, 0]], 3, n_dims=2, noise=0.1)
     assert pmc.UtilityMetropolis([short["U"]], model=short).item_sweeps == 5
     assert pmc.UtilityMetropolis([short["U"]], model=short, item_sweeps=1).item_sweeps == 1
-    many = pmc.models.partial_order([[0, 1, 2, 3]] * 500, 4, n_dims=2, noise=0.1)
-    assert pmc.UtilityMetropolis([many["U"]], model=many).item_sweeps == 1  # 2,000 entries
+    assert pmc.HyperparameterMetropolis([short["rho"]], model=short).repeats == 3
+    many = pmc.models.partial_order([[0, 1, 2, 3]] * 501, 4, n_dims=2, noise=0.1)
+    assert pmc.UtilityMetropolis([many["U"]], model=many).item_sweeps == 1  # 2,004 entries
+    assert pmc.HyperparameterMetropolis([many["rho"]], model=many).repeats == 1
+
+
+def test_hyperparameter_repeats_are_that_many_updates():
+    """A step with ``repeats=3`` is three steps with ``repeats=1``, draw for draw."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
+    point = model.initial_point(random_seed=0)
+    for cls, var in (
+        (pmc.HyperparameterMetropolis, "p"),
+        (pmc.NonCentredHyperparameterMetropolis, "tau"),
+    ):
+        one = cls([model[var]], model=model, repeats=1, rng=np.random.default_rng(3))
+        three = cls([model[var]], model=model, repeats=3, rng=np.random.default_rng(3))
+        a, b = dict(point), dict(point)
+        for _ in range(4):
+            for _ in range(3):
+                a, _ = one.step(a)
+            b, _ = three.step(b)
+        for name in point:
+            np.testing.assert_array_equal(a[name], b[name])
+        assert not np.array_equal(a[one._value_name], point[one._value_name])
 
 
 def test_utility_step_same_chain_with_and_without_the_cache():
