@@ -37,9 +37,8 @@ class HyperparameterMetropolis(ScalarMetropolis):
     repeats : int, optional
         Updates per step. Default ``min(3, max(1, 2000 // E))`` for ``E`` entries of the
         model's observed lists (one without lists, and from 1,001 entries on): on small data
-        sets an update is cheap. On the 15 witness lists three updates of ``p``, ``ρ`` and
-        ``τ`` per step brought every R-hat of 4 chains to ≤ 1.01 and every bulk ESS to ≥ 400
-        over four seeds, which one update did not (``benchmarks/README.md``).
+        sets an update is cheap. (:class:`NonCentredHyperparameterMetropolis` makes
+        ``repeats`` centred moves in each update.)
     **kwargs
         As for :class:`~pymc_crp.step_methods.scalar_metropolis.ScalarMetropolis`.
     """

@@ -318,8 +318,10 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         )
 
     def _update(self, point):
-        """One update: the centred random walk, then the non-centred move."""
-        point, (stats,) = super()._update(point)  # the centred update
+        """One update: ``repeats`` centred random-walk moves (the utilities held, so no list
+        is evaluated), then the non-centred move."""
+        for _ in range(self.repeats):
+            point, (stats,) = super()._update(point)
         if self.noncentred_move == "slice":
             point, accepted, evaluations = self._slice_move(point)
         else:

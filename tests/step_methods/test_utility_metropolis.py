@@ -239,25 +239,42 @@ def test_default_repeats_follow_the_list_entries():
     assert pmc.HyperparameterMetropolis([many["rho"]], model=many).repeats == 1
 
 
-def test_hyperparameter_repeats_are_that_many_updates():
-    """A step with ``repeats=3`` is three steps with ``repeats=1``, draw for draw."""
+def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
+    """A ``p`` step with ``repeats=3`` is three steps with ``repeats=1``, draw for draw; a
+    ``tau`` step with ``repeats=3`` makes 3 x 3 centred and 3 non-centred moves."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
     point = model.initial_point(random_seed=0)
-    for cls, var in (
-        (pmc.HyperparameterMetropolis, "p"),
-        (pmc.NonCentredHyperparameterMetropolis, "tau"),
-    ):
-        one = cls([model[var]], model=model, repeats=1, rng=np.random.default_rng(3))
-        three = cls([model[var]], model=model, repeats=3, rng=np.random.default_rng(3))
-        a, b = dict(point), dict(point)
-        for _ in range(4):
-            for _ in range(3):
-                a, _ = one.step(a)
-            b, _ = three.step(b)
-        for name in point:
-            np.testing.assert_array_equal(a[name], b[name])
-        assert not np.array_equal(a[one._value_name], point[one._value_name])
+    one = pmc.HyperparameterMetropolis(
+        [model["p"]], model=model, repeats=1, rng=np.random.default_rng(3)
+    )
+    three = pmc.HyperparameterMetropolis(
+        [model["p"]], model=model, repeats=3, rng=np.random.default_rng(3)
+    )
+    a, b = dict(point), dict(point)
+    for _ in range(4):
+        for _ in range(3):
+            a, _ = one.step(a)
+        b, _ = three.step(b)
+    for name in point:
+        np.testing.assert_array_equal(a[name], b[name])
+    assert not np.array_equal(a["p_logodds__"], point["p_logodds__"])
+    calls = {"centred": 0, "noncentred": 0}
+    step = pmc.NonCentredHyperparameterMetropolis([model["tau"]], model=model, repeats=3)
+    centred, slice_move = pmc.HyperparameterMetropolis._update, step._slice_move
+
+    def count_centred(self, pt):
+        calls["centred"] += 1
+        return centred(self, pt)
+
+    def count_slice(pt):
+        calls["noncentred"] += 1
+        return slice_move(pt)
+
+    monkeypatch.setattr(pmc.HyperparameterMetropolis, "_update", count_centred)
+    monkeypatch.setattr(step, "_slice_move", count_slice)
+    step.step(dict(point))
+    assert calls == {"centred": 9, "noncentred": 3}
 
 
 def test_utility_step_same_chain_with_and_without_the_cache():
