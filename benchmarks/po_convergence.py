@@ -117,6 +117,24 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("coll"):  # new, N collapsed tau/rho moves per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=int(variant[4:]))]
+    elif variant.startswith("is"):  # new, with N item sweeps per UtilityMetropolis step
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], item_sweeps=int(variant[2:]))]
+    elif variant == "single":  # new, one item sweep and one hyperparameter update per step
+        with model:
+            step = [
+                pmc.UtilityMetropolis([model["U"]], item_sweeps=1),
+                pmc.NonCentredHyperparameterMetropolis([model["rho"]], repeats=1),
+                pmc.NonCentredHyperparameterMetropolis([model["tau"]], repeats=1),
+                pmc.HyperparameterMetropolis([model["p"]], repeats=1),
+            ]
+    elif variant.startswith("noise"):  # new, with joint moves of p and the labels (path N)
+        with model:
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"]], noise_moves=1, noise_path=int(variant[5:])
+                )
+            ]
     elif variant.startswith("ms"):  # new, with another number of merge-split proposals
         with model:
             step = [  # no annealing: the merge-split moves alone
@@ -279,9 +297,10 @@ def main():
         "(N auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
         "merge-split proposals per step, no annealing; ms0 is the label step before merge-split "
         "and annealing), swN (N rounds of label moves per step), annN (label moves annealed "
-        "over N "
-        "tuning steps), collN (N collapsed tau/rho moves per step of UtilityMeanGibbs), newL / "
-        "oldL "
+        "over N tuning steps), collN (N collapsed tau/rho moves per step of UtilityMeanGibbs), "
+        "isN (N item sweeps per UtilityMetropolis step), single (one item sweep and one "
+        "update of rho, tau and p per step: the rule for large data), noiseN (joint moves of p "
+        "and the labels along a path of N points), newL / oldL "
         "(max_clusters=L)",
     )
     args = parser.parse_args()
