@@ -120,14 +120,16 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("is"):  # new, with N item sweeps per UtilityMetropolis step
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], item_sweeps=int(variant[2:]))]
-    elif variant == "single":  # new, one item sweep and one hyperparameter update per step
+    elif variant == "single" or variant.startswith("rep"):  # hyperparameter updates per step
+        repeats = 1 if variant == "single" else int(variant[3:])
         with model:
             step = [
-                pmc.UtilityMetropolis([model["U"]], item_sweeps=1),
-                pmc.NonCentredHyperparameterMetropolis([model["rho"]], repeats=1),
-                pmc.NonCentredHyperparameterMetropolis([model["tau"]], repeats=1),
-                pmc.HyperparameterMetropolis([model["p"]], repeats=1),
+                pmc.NonCentredHyperparameterMetropolis([model["rho"]], repeats=repeats),
+                pmc.NonCentredHyperparameterMetropolis([model["tau"]], repeats=repeats),
+                pmc.HyperparameterMetropolis([model["p"]], repeats=repeats),
             ]
+            if variant == "single":  # and one item sweep: the rule for large data
+                step.append(pmc.UtilityMetropolis([model["U"]], item_sweeps=1))
     elif variant.startswith("noise"):  # new, with joint moves of p and the labels (path N)
         with model:
             step = [
@@ -299,7 +301,8 @@ def main():
         "and annealing), swN (N rounds of label moves per step), annN (label moves annealed "
         "over N tuning steps), collN (N collapsed tau/rho moves per step of UtilityMeanGibbs), "
         "isN (N item sweeps per UtilityMetropolis step), single (one item sweep and one "
-        "update of rho, tau and p per step: the rule for large data), noiseN (joint moves of p "
+        "update of rho, tau and p per step: the rule for large data), repN (N updates of rho, "
+        "tau and p per step), noiseN (joint moves of p "
         "and the labels along a path of N points), newL / oldL "
         "(max_clusters=L)",
     )
