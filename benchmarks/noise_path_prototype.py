@@ -103,12 +103,12 @@ def log_prior(v: float) -> float:
 
 def run_chain(model, chain, args, with_move):
     """Summaries ``(draws, 5)`` of one chain and its seconds."""
-    rng = np.random.default_rng(100 + chain)
+    rng = np.random.default_rng(100 + chain + 10_000 * args.sampler_seed)
     provided, selected = pm.sampling.mcmc.assign_step_methods(model, None)
     steps = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
     for i, step in enumerate(steps):
-        step.set_rng(np.random.default_rng(1000 * chain + i))
-    point = model.initial_point(random_seed=chain)
+        step.set_rng(np.random.default_rng(1000 * chain + i + 10_000 * args.sampler_seed))
+    point = model.initial_point(random_seed=chain + 100 * args.sampler_seed)
     label_step = next(s for s in steps if isinstance(s, pmc.PartialOrderLabelGibbs))
     utility_step = next(s for s in steps if isinstance(s, pmc.UtilityMetropolis))
     move = PathMove(label_step, utility_step, args.path, args.scale, rng)
@@ -142,6 +142,7 @@ def main():
     parser.add_argument("--path", type=int, default=10, help="points T of the path")
     parser.add_argument("--scale", type=float, default=0.5, help="step on logit p")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated lists")
+    parser.add_argument("--sampler-seed", type=int, default=0, help="seeds of the chains")
     args = parser.parse_args()
     lists, _ = simulate(args.lists, np.random.default_rng(args.seed))
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
