@@ -102,7 +102,7 @@ def log_prior(v: float) -> float:
 
 
 def run_chain(model, chain, args, with_move):
-    """Summaries ``(draws, 5)`` of one chain and its seconds."""
+    """Summaries ``(draws, 5)`` of one chain, its seconds, the proposals made and accepted."""
     rng = np.random.default_rng(100 + chain + 10_000 * args.sampler_seed)
     provided, selected = pm.sampling.mcmc.assign_step_methods(model, None)
     steps = pm.sampling.mcmc.instantiate_steppers(model, provided, selected)
@@ -112,7 +112,7 @@ def run_chain(model, chain, args, with_move):
     label_step = next(s for s in steps if isinstance(s, pmc.PartialOrderLabelGibbs))
     utility_step = next(s for s in steps if isinstance(s, pmc.UtilityMetropolis))
     move = PathMove(label_step, utility_step, args.path, args.scale, rng)
-    out, accepted = [], 0
+    out, proposed, accepted = [], 0, 0
     start = time.perf_counter()
     for it in range(args.tune + args.draws):
         if it == args.tune:
@@ -121,6 +121,7 @@ def run_chain(model, chain, args, with_move):
         for step in steps:
             point, _ = step.step(point)
         if with_move and it >= label_step.anneal:
+            proposed += 1
             accepted += move(point)
         if it >= args.tune:
             labels = np.asarray(point["cluster"])
@@ -130,7 +131,7 @@ def run_chain(model, chain, args, with_move):
             p = float(expit(point["p_logodds__"]))
             loglik = move.loglik(labels, np.asarray(point["U"]), p)
             out.append((sizes.size, sizes.max(), -(share * np.log(share)).sum(), loglik, p))
-    return np.array(out), time.perf_counter() - start, accepted
+    return np.array(out), time.perf_counter() - start, proposed, accepted
 
 
 def main():
@@ -153,8 +154,8 @@ def main():
             runs = [run_chain(model, c, args, with_move) for c in range(args.chains)]
         draws = np.stack([r[0] for r in runs])
         seconds = sum(r[1] for r in runs)
-        proposals = args.chains * (args.tune + args.draws - model_anneal(model))
-        accepted = sum(r[2] for r in runs)
+        proposals = sum(r[2] for r in runs)
+        accepted = sum(r[3] for r in runs)
         share = f", {accepted}/{proposals} proposals accepted" if with_move else ""
         print(f"{name}: {seconds:.0f} s for {args.chains} chains{share}")
         rates[name] = {}
@@ -169,12 +170,6 @@ def main():
         f"{q} {rates['path move'][q] / rates['default'][q]:.2f}x" for q in QUANTITIES
     )
     print(f"ESS/s path move / default: {ratios}")
-
-
-def model_anneal(model) -> int:
-    """The label step's annealed iterations (proposals start after them)."""
-    with model:
-        return pmc.PartialOrderLabelGibbs([model["cluster"]]).anneal
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ def model_list_entries(model) -> int:
 def repeats_for_entries(n_entries: int, most: int) -> int:
     """``min(most, max(1, 2000 // E))`` moves per step for lists of ``E`` entries in all: a
     move's cost follows ``E``, so small data sets get more of them per step at little cost
-    (one from 2,001 entries on)."""
+    (one from 1,001 entries on)."""
     return min(int(most), max(1, SMALL_DATA_ENTRIES // max(int(n_entries), 1)))
 
 
