@@ -1,8 +1,10 @@
 """Prototype (not in the package): the joint move of ``p`` and the labels with utility steps.
 
-**Not an exact sampler yet.** This script measures whether a move along the ridge of the
-number of clusters and ``p`` (``benchmarks/README.md``, "Mid-sized data") pays before it is
-built. The move is the ``noise_moves`` path of ``PartialOrderLabelGibbs``
+**Not an exact sampler**; the exact move is ``PartialOrderLabelGibbs(noise_moves=1,
+noise_item_sweeps=k, noise_all_slots=True)`` (``po_convergence.py`` variants ``ordN``,
+``ordNall``), kept here as the measurement that led to it. This script measured whether a
+move along the ridge of the number of clusters and ``p`` (``benchmarks/README.md``, "Mid-sized
+data") pays before it is built. The move is the ``noise_moves`` path of ``PartialOrderLabelGibbs``
 (``pymc_crp.core.noise_path``: a random walk ``v' = v + s ε`` on logit ``p``, the labels
 following along ``T`` points by restricted Gibbs sweeps, accepted with the non-equilibrium
 work), with two changes:

@@ -80,11 +80,14 @@ def total_loglik(model, idata):
     return out
 
 
+N_DIMS = [3]  # latent dimensions of the model (2 for the ballots)
+
+
 def run(lists, n_items, args, variant, seed):
     n_slots = 10 if variant == "old" else None
     if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
         n_slots, variant = int(variant[3:]), variant[:3]
-    kwargs = {"n_dims": 3}
+    kwargs = {"n_dims": N_DIMS[0]}
     if n_slots is not None:
         kwargs["max_clusters"] = n_slots
     model = pmc.models.clustered_partial_orders(lists, n_items, **kwargs)
@@ -135,6 +138,19 @@ def run(lists, n_items, args, variant, seed):
             step = [
                 pmc.PartialOrderLabelGibbs(
                     [model["cluster"]], noise_moves=1, noise_path=int(variant[5:])
+                )
+            ]
+    elif variant.startswith("ord"):  # new, with the joint path of p, labels and orders
+        all_slots = variant.endswith("all")  # ordNall: the pool holds every slot
+        sweeps, _, points = variant[3:].removesuffix("all").partition("t")  # ordNtT: T points
+        with model:
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"]],
+                    noise_moves=1,
+                    noise_item_sweeps=int(sweeps),
+                    noise_path=int(points or 10),
+                    noise_all_slots=all_slots,
                 )
             ]
     elif variant.startswith("ms"):  # new, with another number of merge-split proposals
@@ -267,10 +283,11 @@ def main():
     )
     parser.add_argument(
         "--data",
-        choices=("synthetic", "witness"),
+        choices=("synthetic", "witness", "albury"),
         default="synthetic",
         help="synthetic: the simulated lists above; witness: the demo's 15 witness lists "
-        "(pmc.datasets.load_witness_lists; the timing tables are skipped)",
+        "(pmc.datasets.load_witness_lists); albury: examples/albury_ballots.py's 1,000 "
+        "ballots, n_dims=2 (the timing tables are skipped for both)",
     )
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
@@ -303,7 +320,9 @@ def main():
         "isN (N item sweeps per UtilityMetropolis step), single (one item sweep and one "
         "update of rho, tau and p per step: the rule for large data), repN (N updates of rho, "
         "tau and p per step), noiseN (joint moves of p "
-        "and the labels along a path of N points), newL / oldL "
+        "and the labels along a path of N points), ordN (the joint move with the orders "
+        "following: N item sweeps at each of 10 points; ordNtT: T points; ordNall: every slot "
+        "in its pool), newL / oldL "
         "(max_clusters=L)",
     )
     args = parser.parse_args()
@@ -312,6 +331,11 @@ def main():
         witness = pmc.datasets.load_witness_lists()
         lists, n_items = witness.lists, witness.n_items
         described = f"the {len(lists)} witness lists over {n_items} items"
+    elif args.data == "albury":
+        ballots = pmc.datasets.load_albury_ballots(min_length=2, n_ballots=1000, seed=2015)
+        lists, n_items = ballots.lists, ballots.n_items
+        N_DIMS[0] = 2
+        described = f"{len(lists)} Albury ballots over {n_items} candidates, n_dims=2"
     else:
         lists, truth = simulate(args.lists, rng)
         n_items = 10
@@ -331,7 +355,7 @@ def main():
                 report(old, runs[variant][seed_index])
         if len(seeds) > 1:
             spread(runs, seeds)
-    if args.data == "witness":
+    if args.data != "synthetic":
         return
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
     start = truth.copy()

@@ -59,7 +59,7 @@ from numba import njit
 from pymc_crp.core.linext_support import _combine
 from pymc_crp.core.partition_math import draw_log_weighted
 
-__all__ = ["noise_path"]
+__all__ = ["noise_path", "pool_loglik", "pool_sweep"]
 
 
 @njit(cache=True, nogil=True)
@@ -171,3 +171,29 @@ def noise_path(
                 p_path[t + 1], beta, theta, discount, weights,
             )  # fmt: skip
     return log_w, changed
+
+
+@njit(cache=True, nogil=True)
+def pool_sweep(
+    rng, ratios, lengths, labels, counts, pool, p, n_slots, beta, theta, discount
+):  # fmt: skip  # pragma: no cover - compiled
+    """One sweep of the restricted Gibbs draws of the labels over the ``pool`` slots at noise
+    ``p`` (in place; arguments as for :func:`noise_path`): the kernel of one point of a path
+    whose orders move between the points. Returns the visits that changed a label."""
+    memo = np.empty((ratios.shape[0], labels.shape[0]))
+    stamp = np.full((ratios.shape[0], labels.shape[0]), -1, np.int64)
+    weights = np.empty(pool.shape[0])
+    return _pool_sweep(
+        rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, 0, p, beta, theta,
+        discount, weights,
+    )  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def pool_loglik(ratios, lengths, labels, at, p):  # pragma: no cover - compiled
+    """``Σ_i ℓ_i(z_i)`` at noise ``p``; ``ratios[at[s]]`` are the count ratios under slot
+    ``s``."""
+    total = 0.0
+    for i in range(labels.shape[0]):
+        total += _combine(ratios[at[labels[i]]], i, lengths[i], p, False)[0]
+    return total

@@ -302,6 +302,31 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         return self._draw_fn(point)[0]
 
     def step(self, point):
+        return self._update(point, pcn_last=False, refresh_empty=True)
+
+    def reversible_update(self, point, reverse: bool):
+        """A move of the occupied slots' utilities whose two orders are each other's adjoint.
+
+        The pCN move and the item sweeps of each occupied slot (``pcn`` and ``item_sweeps``),
+        in that order, or with ``reverse`` in the opposite order; empty slots are left as they
+        are. Each part is reversible for the prior times the tempered likelihood of the slot's
+        lists at the current labels and noise (a pCN move; a sweep of random-walk moves in a
+        uniformly random order) and slots are independent given the labels, so the kernel
+        with ``reverse`` is the time reversal of the kernel without it: a path of such moves
+        drawing ``reverse`` with probability 1/2, the same at every point, has the
+        non-equilibrium acceptance of :mod:`pymc_crp.core.noise_path`. Needs no coordinate
+        draws, cell moves, column moves or cell hops (a ``ValueError`` otherwise).
+        """
+        if self.coordinate_items or self.cell_sweeps or self.column_moves or self.cell_hops:
+            raise ValueError(
+                "reversible_update needs coordinate_items, cell_sweeps, column_moves and "
+                "cell_hops to be 0"
+            )
+        return self._update(point, pcn_last=bool(reverse), refresh_empty=False)
+
+    def _update(self, point, pcn_last: bool, refresh_empty: bool):
+        """The moves of a step (module docstring); ``pcn_last``: each slot's pCN move after
+        its item sweeps; ``refresh_empty``: draw the empty slots from their prior."""
         point = dict(point)
         utilities = np.array(point[self._name], dtype=np.float64, copy=True)
         point[self._name] = utilities
@@ -315,13 +340,14 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         for slot in range(occupied.size):
             index = (slot,) if stacked else ()
             if self._gaussian and not occupied[slot]:  # exact draw from the prior
-                utilities[index] = prior.draw[index]
-                prior.density = None
+                if refresh_empty:
+                    utilities[index] = prior.draw[index]
+                    prior.density = None
                 continue
             rows = [np.flatnonzero(state.labels == slot) for state in states]
             by_item = [_rows_by_item(term, r) for term, r in zip(self._terms, rows, strict=True)]
             sweep = _SlotSweep(point, utilities, slot, index, states, rows, prior, by_item)
-            if self._gaussian and self.pcn:
+            if self._gaussian and self.pcn and not pcn_last:
                 self._pcn_move(sweep, moves)
             items = self._items_in_lists(sweep)
             self._open_tables(sweep)
@@ -343,6 +369,8 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                     for k in range(utilities.shape[-1]):
                         self._coordinate_draw(sweep, item, k)
                 prior.density = None
+            if self._gaussian and self.pcn and pcn_last:
+                self._pcn_move(sweep, moves)
         for _ in range(self.cell_sweeps):
             self._cell_draws(utilities, occupied, prior)
         for _ in range(self.column_moves):

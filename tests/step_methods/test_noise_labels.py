@@ -75,6 +75,43 @@ def test_joint_move_alone_samples_the_posterior(n_slots, path, seed):
     assert 0.1 < np.mean(accepted) < 0.7
 
 
+def joint_move_with_orders_only(model, **kwargs):
+    """The joint move with the orders following (``noise_item_sweeps``) is the only move of
+    the labels, of ``p`` and of the occupied slots' utilities (the label step still draws the
+    empty slots from their prior)."""
+    with model:
+        labels = pmc.PartialOrderLabelGibbs(
+            [model["z"]], n_aux=2, merge_split=0, anneal=0, sweep=False, noise_moves=1,
+            noise_item_sweeps=1, **kwargs,
+        )  # fmt: skip
+        held = [Held(model.rvs_to_values[model[name]]) for name in ("U", "p")]
+    return [labels, *held]
+
+
+@pytest.mark.parametrize(
+    ("n_slots", "path", "all_slots", "draws", "seed"),
+    [
+        (6, 3, False, 3000, 21),
+        (8, 3, True, 3000, 23),
+        pytest.param(12, 6, False, 8000, 22, marks=pytest.mark.slow),
+    ],
+)
+def test_joint_move_with_orders_alone_samples_the_posterior(n_slots, path, all_slots, draws, seed):
+    """Labels, ``p`` and the orders move only along the path, whose pool is the shipped one
+    (its Hastings factor counts) or every slot; the utilities move at ``T - 1`` points, in one
+    order or the reverse."""
+    model = noise_model(n_slots)
+    moves = joint_move_with_orders_only(model, noise_path=path, noise_all_slots=all_slots)
+    idata = sample(model, moves, draws, seed)
+    co, k_dist, mean_p = exact_clustered_total_orders_random_noise(LISTS, N_ITEMS, 1.0, 9.0, 1.0)
+    z = idata.posterior["z"].values
+    assert not mismatches(z, co, k_dist)
+    assert not noise_mismatch(idata, mean_p)
+    u = idata.posterior["U"].values[..., 0]  # the orders move: slot 0's item order changes
+    assert np.mean(np.any(np.diff(np.argsort(u[:, :, 0], axis=-1), axis=1) != 0, axis=-1)) > 0.05
+    assert 0.2 < np.mean(idata.sample_stats["noise_path_accepted"].values) < 0.95
+
+
 def test_joint_move_on_top_of_the_default_moves():
     """With the sweep, merge-split and the noise's own step, at ``T = 6``."""
     model = noise_model(8)
@@ -92,11 +129,28 @@ def test_joint_move_on_top_of_the_default_moves():
     assert not noise_mismatch(idata, mean_p)
 
 
-def test_same_seed_same_draws_with_the_joint_move():
+@pytest.mark.parametrize("moves", [joint_move_only, joint_move_with_orders_only])
+def test_same_seed_same_draws_with_the_joint_move(moves):
     model = noise_model(8)
-    draws = [sample(model, joint_move_only(model), 60, 5).posterior["p"].values for _ in range(2)]
+    draws = [sample(model, moves(model), 60, 5).posterior["p"].values for _ in range(2)]
     np.testing.assert_array_equal(draws[0], draws[1])
     assert not np.array_equal(draws[0][0], draws[0][1])  # chains differ
+
+
+def test_orders_option_needs_an_integer():
+    model = noise_model(6)
+    with model, pytest.raises(ValueError, match="noise_item_sweeps must be an integer"):
+        pmc.PartialOrderLabelGibbs([model["z"]], noise_moves=1, noise_item_sweeps=-1)
+    with model, pytest.raises(ValueError, match="needs noise_moves > 0"):
+        pmc.PartialOrderLabelGibbs([model["z"]], noise_item_sweeps=1)
+
+
+def test_reversible_update_refuses_moves_without_an_adjoint():
+    model = noise_model(6)
+    with model:
+        step = pmc.UtilityMetropolis([model["U"]], coordinate_items=1)
+    with pytest.raises(ValueError, match="reversible_update needs"):
+        step.reversible_update(model.initial_point(), reverse=True)
 
 
 def test_path_at_constant_noise_has_no_weight_and_keeps_the_pool():
