@@ -308,11 +308,14 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         """A move of the occupied slots' utilities whose two orders are each other's adjoint.
 
         The pCN move and the item sweeps of each occupied slot (``pcn`` and ``item_sweeps``),
-        in that order, or with ``reverse`` in the opposite order; empty slots are left as they
-        are. Each part is reversible for the prior times the tempered likelihood of the slot's
-        lists at the current labels and noise (a pCN move; a sweep of random-walk moves in a
-        uniformly random order) and slots are independent given the labels, so the kernel
-        with ``reverse`` is the time reversal of the kernel without it: a path of such moves
+        in that order, or with ``reverse`` in the opposite order; empty slots of a Gaussian
+        prior are left as they are (other priors give them the prior-only moves). Each part is
+        reversible for the prior times the tempered likelihood of the slot's lists at the
+        current labels and noise (a pCN move; a sweep of random-walk moves in a uniformly
+        random order), the prior draw of the items in none of the slot's lists (made before
+        the item sweeps either way) commutes with the sweeps (independent rows that no list
+        reads), and slots are independent given the labels, so the kernel with ``reverse`` is
+        the time reversal of the kernel without it: a path of such moves
         drawing ``reverse`` with probability 1/2, the same at every point, has the
         non-equilibrium acceptance of :mod:`pymc_crp.core.noise_path`. Needs no coordinate
         draws, cell moves, column moves or cell hops (a ``ValueError`` otherwise).

@@ -7,10 +7,13 @@ integral. In the exactness test the joint move is the only move of ``p`` and of 
 (the step of ``p`` leaves it alone), so any error in its ratio shows in ``p`` or the partition.
 """
 
+import itertools
+
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from oracles import exact_clustered_total_orders_random_noise
+from oracles import exact_clustered_total_orders_random_noise, total_order_list_lik
 from pymc.step_methods.compound import BlockedStep
 from test_po_labels import mismatches
 from test_replica_exchange import LISTS, N_ITEMS, N_LISTS, noise_mismatch
@@ -107,9 +110,53 @@ def test_joint_move_with_orders_alone_samples_the_posterior(n_slots, path, all_s
     z = idata.posterior["z"].values
     assert not mismatches(z, co, k_dist)
     assert not noise_mismatch(idata, mean_p)
-    u = idata.posterior["U"].values[..., 0]  # the orders move: slot 0's item order changes
-    assert np.mean(np.any(np.diff(np.argsort(u[:, :, 0], axis=-1), axis=1) != 0, axis=-1)) > 0.05
+    # the path moves the orders: slot 0's order changes between draws where it is occupied
+    # (the label step redraws only the slots empty at the end of its step, and the path leaves
+    # empty slots alone, so only the path's utility moves change an order occupied at both ends)
+    orders = np.argsort(idata.posterior["U"].values[:, :, 0, :, 0], axis=-1)
+    held = np.any(z[:, 1:] == 0, axis=-1) & np.any(z[:, :-1] == 0, axis=-1)
+    moved = np.any(orders[:, 1:] != orders[:, :-1], axis=-1)
+    assert held.sum() > 100
+    assert moved[held].mean() > 0.02
     assert 0.2 < np.mean(idata.sample_stats["noise_path_accepted"].values) < 0.95
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_reversible_update_keeps_the_posterior_of_the_orders(reverse):
+    """At fixed labels and ``p``, ``reversible_update`` in either order leaves the posterior of
+    each occupied slot's order invariant: with ``n_dims = 1`` and independent items the 6
+    orders of 3 items are equally likely a priori, so the posterior of slot ``s``'s order
+    ``h`` is proportional to ``Π_{i: z_i = s} p(y_i | h, p)`` (brute force over the orders)."""
+    model = noise_model(4)
+    with model:
+        step = pmc.UtilityMetropolis(
+            [model["U"]], item_sweeps=1, cell_sweeps=0, column_moves=0,
+            rng=np.random.default_rng(31),
+        )  # fmt: skip
+    step.tune = False
+    labels = np.array([0, 0, 0, 1, 1])
+    noise = 0.2
+    point = model.initial_point()
+    point.update(z=labels, p_logodds__=np.asarray(np.log(noise / (1 - noise))))
+    point["U"] = np.random.default_rng(32).standard_normal(point["U"].shape)
+    perms = list(itertools.permutations(range(N_ITEMS)))
+    seen = {0: [], 1: []}
+    for _ in range(4000):
+        point, _ = step.reversible_update(point, reverse)
+        for slot in seen:
+            best_first = tuple(np.argsort(-point["U"][slot, :, 0]))
+            seen[slot].append(perms.index(best_first))
+    for slot, draws in seen.items():
+        members = [LISTS[i] for i in np.flatnonzero(labels == slot)]
+        weights = np.array(
+            [np.prod([total_order_list_lik(h, y, noise) for y in members]) for h in perms]
+        )
+        exact = weights / weights.sum()
+        draws = np.asarray(draws)
+        for k, prob in enumerate(exact):
+            ind = (draws == k).astype(float)[None]
+            mcse = float(np.ravel(az.mcse(ind))[0]) if ind.std() > 0 else 0.0
+            assert abs(ind.mean() - prob) <= 4.5 * mcse + 0.01, (slot, k, ind.mean(), prob)
 
 
 def test_joint_move_on_top_of_the_default_moves():
@@ -148,7 +195,9 @@ def test_orders_option_needs_an_integer():
 def test_reversible_update_refuses_moves_without_an_adjoint():
     model = noise_model(6)
     with model:
-        step = pmc.UtilityMetropolis([model["U"]], coordinate_items=1)
+        step = pmc.UtilityMetropolis(
+            [model["U"]], coordinate_items=1, cell_sweeps=0, column_moves=0
+        )
     with pytest.raises(ValueError, match="reversible_update needs"):
         step.reversible_update(model.initial_point(), reverse=True)
 
