@@ -56,8 +56,20 @@ def replica_exchange():
     return pmc.ReplicaExchange(betas=[1.0, 0.5, 0.2])
 
 
-BUILDERS = {"crp": crp_normal_mixture, "hpo": clustered_lists, "hpo-replicas": clustered_lists}
-GIVEN_STEPS = {"hpo-replicas": replica_exchange}
+def ridge_move():
+    """The label step with the joint path of ``p``, the labels and the orders (its private
+    utility kernel's tuned scales are part of the label step's sampling state)."""
+    labels = pm.modelcontext(None)["cluster"]
+    return [pmc.PartialOrderLabelGibbs([labels], noise_moves=1, noise_item_sweeps=1)]
+
+
+BUILDERS = {
+    "crp": crp_normal_mixture,
+    "hpo": clustered_lists,
+    "hpo-replicas": clustered_lists,
+    "hpo-ridge": clustered_lists,
+}
+GIVEN_STEPS = {"hpo-replicas": replica_exchange, "hpo-ridge": ridge_move}
 
 
 def sample(name, **kwargs):
@@ -98,7 +110,7 @@ def assert_same_trace(a, b):
 
 @pytest.mark.parametrize(
     "name",
-    ["crp", "hpo", "hpo-replicas"],
+    ["crp", "hpo", "hpo-replicas", "hpo-ridge"],
 )
 def test_serial_equals_parallel(runs, name):
     assert_same_trace(runs(name, "serial"), runs(name, "fork"))

@@ -103,7 +103,9 @@ def _pool_sweep(
         old = labels[i]
         counts[old] -= 1
         k_rest = n_occupied - (counts[old] == 0)
-        new_mass = (theta + discount * k_rest) / (n_slots - k_rest)
+        new_mass = 0.0  # every slot taken by the other lists: no empty slot to weigh
+        if k_rest < n_slots:
+            new_mass = (theta + discount * k_rest) / (n_slots - k_rest)
         for r in range(pool.shape[0]):
             s = pool[r]
             prior = counts[s] - discount if counts[s] > 0 else new_mass

@@ -19,7 +19,7 @@ from test_po_labels import mismatches
 from test_replica_exchange import LISTS, N_ITEMS, N_LISTS, noise_mismatch
 
 import pymc_crp as pmc
-from pymc_crp.core.noise_path import noise_path
+from pymc_crp.core.noise_path import noise_path, pool_sweep
 
 
 def noise_model(n_slots):
@@ -218,6 +218,25 @@ def test_path_at_constant_noise_has_no_weight_and_keeps_the_pool():
     assert changed > 0
     assert set(np.unique(labels)) <= {1, 4, 6}
     np.testing.assert_array_equal(counts, np.bincount(labels, minlength=9))
+
+
+def test_path_with_every_slot_taken():
+    """All ``L`` slots occupied (the truncation bites): a label has no empty slot to found a
+    cluster in, and the sweep must not divide by ``L - K = 0``."""
+    rng = np.random.default_rng(1)
+    n_lists, width, n_slots = 12, 3, 3
+    ratios = rng.uniform(0.05, 1.0, size=(n_slots, n_lists, width))
+    lengths = np.full(n_lists, width + 1, dtype=np.int64)
+    labels = np.arange(n_lists, dtype=np.int64) % n_slots
+    counts = np.bincount(labels, minlength=n_slots).astype(np.int64)
+    pool = np.arange(n_slots, dtype=np.int64)
+    changed = pool_sweep(rng, ratios, lengths, labels, counts, pool, 0.2, n_slots, 1.0, 1.0, 0.0)
+    assert changed > 0
+    np.testing.assert_array_equal(counts, np.bincount(labels, minlength=n_slots))
+    log_w, _ = noise_path(
+        rng, ratios, lengths, labels, counts, pool, n_slots, np.linspace(0.1, 0.3, 5), 1.0, 1.0, 0.0
+    )
+    assert np.isfinite(log_w)
 
 
 def test_joint_move_needs_a_free_scalar_noise():
