@@ -121,23 +121,19 @@ class NoisePathMove:
         empty = np.flatnonzero(counts == 0)
         extra = rng.choice(empty, pool_size - occupied.size, replace=False)
         pool = np.sort(np.concatenate([occupied, extra])).astype(np.int64)
+        values = value + (proposed - value) * np.arange(self.path + 1) / self.path
+        p_path = np.array([self._at(self._noise_fn, point, v) for v in values])
+        words, ratios = self._pool_ratios(utilities[pool])
         if self.utilities is not None:
             log_w, new_labels, new_utilities, changed = self._path_with_orders(
-                rng, point, labels, utilities, pool, value, proposed, beta, theta, discount
-            )
+                rng, point, labels, utilities, pool, words, ratios, values, p_path,
+                (float(beta), float(theta), float(discount)),
+            )  # fmt: skip
         else:
-            words = order_words(utilities, self.term.top_down, slots=pool)
-            cache, list_set = list_likelihood_cache(), self.term.list_set
-            rows = np.arange(labels.shape[0])
-            ratios = np.stack([cache.ratios(list_set, words[s], rows) for s in pool])
-            lengths = list_set.lengths[list_set.inverse]
-            p_path = np.array(
-                [self._at(self._noise_fn, point, v) for v in self._values(value, proposed)]
-            )
             new_labels, new_counts, new_utilities = labels.copy(), counts.copy(), utilities
             log_w, changed = noise_path(
-                rng, np.ascontiguousarray(ratios, dtype=np.float64), lengths, new_labels,
-                new_counts, pool, self.n_slots, p_path, float(beta), float(theta), float(discount),
+                rng, ratios, self._lengths(), new_labels, new_counts, pool, self.n_slots, p_path,
+                float(beta), float(theta), float(discount),
             )  # fmt: skip
         n_end = int(np.count_nonzero(np.bincount(new_labels, minlength=self.n_slots)))
         log_w += self._at(self._prior_fn, point, proposed) - self._at(self._prior_fn, point, value)
@@ -151,34 +147,40 @@ class NoisePathMove:
             point[self.value_name] = np.asarray(proposed, dtype=np.float64)
         return accepted, changed
 
-    def _values(self, value: float, proposed: float) -> np.ndarray:
-        """``v_t = v + (t/T)(v' - v)``, ``t = 0..T``."""
-        return value + (proposed - value) * np.arange(self.path + 1) / self.path
+    def _lengths(self) -> np.ndarray:
+        """The lists' lengths, one per list."""
+        list_set = self.term.list_set
+        return list_set.lengths[list_set.inverse]
+
+    def _pool_ratios(self, utilities) -> tuple[np.ndarray, np.ndarray]:
+        """Orders ``(A, 4, M)`` and count ratios ``(A, N, m - 1)`` of every list under each of
+        the ``A`` slots ``utilities``."""
+        cache, list_set = list_likelihood_cache(), self.term.list_set
+        rows = np.arange(list_set.inverse.shape[0])
+        words = order_words(utilities, self.term.top_down)
+        ratios = np.stack([cache.ratios(list_set, w, rows) for w in words])
+        return words, np.ascontiguousarray(ratios, dtype=np.float64)
 
     def _path_with_orders(
-        self, rng, point, labels, utilities, pool, value, proposed, beta, theta, discount
+        self, rng, point, labels, utilities, pool, words, ratios, values, p_path, params
     ):  # fmt: skip
-        """The path with the orders following (module docstring). Returns the likelihood part
-        of ``log W``, the end point's labels and utilities, and the label changes."""
-        top_down = self.term.top_down
+        """The path with the orders following (module docstring), from the pool's orders
+        ``words`` and ``ratios`` (updated in place); ``params`` is ``(β, θ, d)``. Returns the
+        likelihood part of ``log W``, the end point's labels and utilities, and the label
+        changes."""
         cache, list_set = list_likelihood_cache(), self.term.list_set
-        lengths = list_set.lengths[list_set.inverse]
+        lengths = self._lengths()
         rows = np.arange(labels.shape[0])
-        values = self._values(value, proposed)
-        p_path = [self._at(self._noise_fn, point, v) for v in values]
+        beta = params[0]
         reverse = bool(rng.random() < 0.5)
         at = np.full(self.n_slots, -1, np.int64)
         at[pool] = np.arange(pool.size)
-        words = order_words(utilities[pool], top_down)
-        ratios = np.ascontiguousarray(
-            np.stack([cache.ratios(list_set, w, rows) for w in words]), dtype=np.float64
-        )
         kernel = self.utilities
-        kernel.rng, kernel.likelihood_temperature = rng, float(beta)
+        kernel.rng, kernel.likelihood_temperature = rng, beta
         new_labels = labels.copy()
         counts = np.bincount(new_labels, minlength=self.n_slots).astype(np.int64)
         moving = {**point, self.term.utility_name: utilities.copy()}
-        args = (self.n_slots, float(beta), float(theta), float(discount))
+        args = (self.n_slots, *params)
         log_w, changed = 0.0, 0
         for t in range(self.path):
             if t > 0:
@@ -189,7 +191,7 @@ class NoisePathMove:
                 moving[self.value_name] = np.asarray(values[t], dtype=np.float64)
                 moving[self.label_name] = new_labels.copy()
                 moving, _ = kernel.reversible_update(moving, reverse)
-                new_words = order_words(moving[self.term.utility_name][pool], top_down)
+                new_words = order_words(moving[self.term.utility_name][pool], self.term.top_down)
                 for r in np.flatnonzero((new_words != words).any(axis=(1, 2))):
                     words[r] = new_words[r]
                     ratios[r] = cache.ratios(list_set, words[r], rows)
