@@ -120,6 +120,9 @@ def run(lists, n_items, args, variant, seed):
     elif variant.startswith("coll"):  # new, N collapsed tau/rho moves per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=int(variant[4:]))]
+    elif variant.startswith("hmc"):  # new, with N exact Hamiltonian trajectories per slot
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], hmc_trajectories=int(variant[3:]))]
     elif variant.startswith("is"):  # new, with N item sweeps per UtilityMetropolis step
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], item_sweeps=int(variant[2:]))]

@@ -39,14 +39,18 @@ QUANTITIES = ("loglik", "tau", "rho", "p", "relations")
 def variant_kwargs(variant: str) -> dict:
     """``cellsN``: N within-interval scans; ``colsN``: N passes of column shifts and scalings
     (``cols0``: the utility step before them); ``hopsN``: N sweeps of moves to the next
-    interval; ``gibbsN``: coordinate Gibbs of N items per slot (the other moves at their
-    defaults). ``collN`` (handled by :func:`run_chain`): N collapsed moves of each of ``tau``
-    and ``rho`` per step of ``UtilityMeanGibbs``, the utility step at its defaults."""
+    interval; ``gibbsN``: coordinate Gibbs of N items per slot; ``itemsN``: N random-walk
+    sweeps of each slot's items; ``hmcN``: N exact Hamiltonian trajectories of each slot
+    (the other moves at their defaults). ``collN`` (handled by :func:`run_chain`): N collapsed
+    moves of each of ``tau`` and ``rho`` per step of ``UtilityMeanGibbs``, the utility step at
+    its defaults."""
     keys = (
         ("cells", "cell_sweeps"),
         ("cols", "column_moves"),
         ("hops", "cell_hops"),
         ("gibbs", "coordinate_items"),
+        ("items", "item_sweeps"),
+        ("hmc", "hmc_trajectories"),
     )
     for prefix, key in keys:
         if variant.startswith(prefix):

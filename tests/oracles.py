@@ -404,7 +404,7 @@ def linear_extension_list_lik(relation, y, p: float) -> float:
         return [
             perm
             for perm in itertools.permutations(items)
-            if not any(relation[perm[b]][perm[a]] for a in range(len(perm)) for b in range(a))
+            if not any(relation[perm[a]][perm[b]] for a in range(len(perm)) for b in range(a))
         ]
 
     lik = 1.0

@@ -398,7 +398,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         if item_sweeps:
             self._noise_utilities = UtilityMetropolis(
                 [utility_rv], item_sweeps=int(item_sweeps), cell_sweeps=0, column_moves=0,
-                model=model, compile_kwargs=compile_kwargs,
+                hmc_trajectories=0, model=model, compile_kwargs=compile_kwargs,
             )  # fmt: skip
         self._noise_move = NoisePathMove(
             model, noise, value_var, self._term, self.n_slots, noise_path, compile_kwargs,

@@ -203,7 +203,12 @@ def test_utility_step_with_order_keeping_moves_only_keeps_the_orders_and_is_exac
         u = pmc.EquicorrelatedNormal("U", mu=CELL_MEAN, rho=rho, scale=scale)
         pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS_K2)
         step = pmc.UtilityMetropolis(
-            [u], item_sweeps=0, pcn=False, cell_sweeps=1, column_moves=column_moves
+            [u],
+            item_sweeps=0,
+            pcn=False,
+            cell_sweeps=1,
+            column_moves=column_moves,
+            hmc_trajectories=0,
         )
         idata = pm.sample(
             3000,
