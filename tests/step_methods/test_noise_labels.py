@@ -130,7 +130,7 @@ def test_reversible_update_keeps_the_posterior_of_the_orders(reverse):
     model = noise_model(4)
     with model:
         step = pmc.UtilityMetropolis(
-            [model["U"]], item_sweeps=1, cell_sweeps=0, column_moves=0,
+            [model["U"]], item_sweeps=1, cell_sweeps=0, column_moves=0, hmc_trajectories=0,
             rng=np.random.default_rng(31),
         )  # fmt: skip
     step.tune = False
