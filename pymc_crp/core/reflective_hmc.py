@@ -40,6 +40,9 @@ neighbouring pair's next meeting time is cached and recomputed only for the pair
 changed velocity or whose neighbours changed; a reflection's ``ΔE`` is cached for the current
 order. A trajectory that meets more than ``max_events`` walls, or ends with a column out of
 its tracked order (floating-point trouble near a grazing wall), is undone (the start is kept).
+A start with two equal values in a column (a state of probability zero, such as PyMC's default
+start at a zero prior mean, where the order treats them as incomparable) is left as it is for
+the other moves to break the tie.
 """
 
 from __future__ import annotations
@@ -181,22 +184,26 @@ def hmc_trajectory_kernel(
     The list arguments are those of :func:`~pymc_crp.core.item_sweep.item_sweep_kernel`
     (``words``, ``logliks`` and ``slot_ratios`` are updated as walls are crossed). Returns
     ``(status, events, crossings, counted)``: status 0 done, 1 undone (``max_events`` walls
-    or a column out of order at the end), 2 a count passed ``max_states`` (undone);
+    or a column out of order at the end), 2 a count passed ``max_states`` (undone), 3 tied
+    values in a column at the start (left as they are, no draw made);
     ``events`` the walls met, ``crossings`` those crossed that changed the order.
     """
     n_items, n_dims = utilities.shape
-    start_u = utilities.copy()
-    start_words = words.copy()
-    start_logliks = logliks.copy()
-    start_ratios = slot_ratios.copy()
-    vel = _initial_velocity(rng, scale2, rho, n_dims)
-    dev = utilities - mean
     pos = np.empty((n_dims, n_items), np.int64)
     rank = np.empty((n_dims, n_items), np.int64)
     for k in range(n_dims):
         pos[k] = np.argsort(utilities[:, k])
         for r in range(n_items):
             rank[k, pos[k, r]] = r
+        for r in range(n_items - 1):
+            if not utilities[pos[k, r], k] < utilities[pos[k, r + 1], k]:
+                return 3, 0, 0, 0  # tied values: left as they are
+    start_u = utilities.copy()
+    start_words = words.copy()
+    start_logliks = logliks.copy()
+    start_ratios = slot_ratios.copy()
+    vel = _initial_velocity(rng, scale2, rho, n_dims)
+    dev = utilities - mean
     times = np.full((n_dims, max(n_items - 1, 1)), np.inf)
     for k in range(n_dims):
         for r in range(n_items - 1):

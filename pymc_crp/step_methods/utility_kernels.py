@@ -79,6 +79,7 @@ def hmc_trajectory(step, sweep, moves) -> None:
     cache.computed += counted
     if status == 2:
         raise _limit_error(utilities.shape[-2], DEFAULT_MAX_STATES)
-    sweep.prior.density = None
+    if status == 0:
+        sweep.prior.density = None
+        moves.hmc_crossings += crossings
     moves.hmc_runs += 1
-    moves.hmc_crossings += crossings

@@ -123,31 +123,32 @@ def test_trajectories_keep_the_posterior_of_a_total_order():
         assert not within_mcse(np.asarray(index), w / w.sum())
 
 
-def test_trajectories_keep_the_posterior_of_dominance_orders():
-    """``n_dims = 2``, independent exchangeable columns: the 36 pairs of column orders are
-    equally likely a priori and the lists see their dominance order, so walls between items
-    that stay incomparable are passed and the others reflect or refract."""
-    model = slot_model(3, 2)
+@pytest.mark.parametrize(("n_dims", "n_steps"), [(2, 6000), (3, 8000)])
+def test_trajectories_keep_the_posterior_of_dominance_orders(n_dims, n_steps):
+    """Independent exchangeable columns: the tuples of column orders (36 for two columns,
+    216 for three) are equally likely a priori and the lists see their dominance order, so
+    walls between items that stay incomparable are passed and the others reflect or refract
+    (with three columns, a pair toggles only when ordered alike in both other columns)."""
+    model = slot_model(3, n_dims)
     step = trajectories_only(model, 41)
     noise = 0.3
-    draws, crossings = run(model, step, noise, 6000, 42)
+    draws, crossings = run(model, step, noise, n_steps, 42)
     perms = list(itertools.permutations(range(N_ITEMS)))
-    pairs = list(itertools.product(range(6), repeat=2))
+    pairs = list(itertools.product(range(6), repeat=n_dims))
     for slot in (0, 1):
         members = [LISTS[i] for i in np.flatnonzero(LABELS == slot)]
         weights = []
-        for c0, c1 in pairs:
-            rank = [{item: r for r, item in enumerate(perms[c])} for c in (c0, c1)]
+        for columns in pairs:
+            rank = [{item: r for r, item in enumerate(perms[c])} for c in columns]
             relation = [[all(rk[a] < rk[b] for rk in rank) for b in range(3)] for a in range(3)]
             weights.append(
                 np.prod([linear_extension_list_lik(relation, y, noise) for y in members])
             )
         weights = np.array(weights)
-        index = []
-        for u in draws[:, slot]:
-            c0 = perms.index(tuple(np.argsort(-u[:, 0])))
-            c1 = perms.index(tuple(np.argsort(-u[:, 1])))
-            index.append(pairs.index((c0, c1)))
+        index = [
+            pairs.index(tuple(perms.index(tuple(np.argsort(-u[:, k]))) for k in range(n_dims)))
+            for u in draws[:, slot]
+        ]
         assert not within_mcse(np.asarray(index), weights / weights.sum())
 
 
@@ -247,3 +248,24 @@ def test_a_toggle_gives_the_order_of_the_utilities_after_the_meeting(dual):
         np.testing.assert_array_equal(counted, want)
         n_checked += 1
     assert n_checked > 20
+
+
+def test_a_tied_start_is_left_for_the_other_moves():
+    """PyMC's default start of a zero-mean prior ties every column: the trajectory leaves it
+    as it is (the order treats tied items as incomparable; the empty slots are redrawn from
+    their prior); the pCN move breaks the ties."""
+    model = slot_model(4, 2)
+    point = model.initial_point()
+    point.update(z=LABELS, p_logodds__=np.asarray(np.log(0.2 / 0.8)))
+    point["U"] = np.zeros_like(point["U"])
+    step = trajectories_only(model, 61)
+    moved, _ = step.step(point)
+    np.testing.assert_array_equal(moved["U"][:2], point["U"][:2])  # the occupied slots
+    with model:
+        both = pmc.UtilityMetropolis(
+            [model["U"]], item_sweeps=0, cell_sweeps=0, column_moves=0, hmc_trajectories=1,
+            rng=np.random.default_rng(62),
+        )  # fmt: skip
+    for _ in range(3):
+        point, _ = both.step(point)
+    assert np.all(np.diff(np.sort(point["U"][0], axis=0), axis=0) > 0)
