@@ -151,6 +151,22 @@ def _toggled_order(
 
 
 @njit(cache=True, nogil=True)
+def _toggle(
+    words, hi, lo, lo_over_hi, dual, masks, by_item, starts,
+    steps, lengths, inverse, p, binom_f, max_states, memo,
+):  # fmt: skip  # pragma: no cover - compiled
+    """:func:`_toggled_order` and the new log-likelihoods and count ratios of the lists it
+    counts: ``(words, counted, logliks, ratios, ok)``."""
+    new_words, counted = _toggled_order(words, hi, lo, lo_over_hi, dual, masks, by_item, starts)
+    if counted.shape[0] == 0:
+        return new_words, counted, np.empty(0), np.empty((0, 0)), True
+    logliks, ratios, ok = _move_logliks(
+        new_words, steps, lengths, inverse, counted, p, binom_f, max_states, memo
+    )
+    return new_words, counted, logliks, ratios, ok
+
+
+@njit(cache=True, nogil=True)
 def _initial_velocity(rng, scale2, rho, n_dims):  # pragma: no cover - compiled
     """Per row ``s Σ_ρ^{1/2} z``, ``z ~ N(0, I)``: ``Σ_ρ^{1/2} z = √(1-ρ) z + (√(1+(K-1)ρ) -
     √(1-ρ)) z̄ 1`` (the symmetric square root, for any ``-1/(K-1) < ρ < 1``)."""
@@ -250,24 +266,21 @@ def hmc_trajectory_kernel(
             new_logliks = np.empty(0)
             new_ratios = np.empty((0, 0))
             if math.isnan(delta):
-                new_words, counted = _toggled_order(
-                    words, hi, lo, lo_above, dual, masks, by_item, starts
-                )
+                new_words, counted, new_logliks, new_ratios, ok = _toggle(
+                    words, hi, lo, lo_above, dual, masks, by_item, starts,
+                    steps, lengths, inverse, p, binom_f, max_states, memo,
+                )  # fmt: skip
                 have_new = True
+                n_counted += counted.shape[0]
+                if not ok:
+                    status = 2
+                    break
                 delta = 0.0
-                if counted.shape[0]:
-                    new_logliks, new_ratios, ok = _move_logliks(
-                        new_words, steps, lengths, inverse, counted, p, binom_f, max_states, memo
-                    )
-                    n_counted += counted.shape[0]
-                    if not ok:
-                        status = 2
-                        break
-                    if temperature != 0.0:
-                        old_sum = 0.0
-                        for u in range(counted.shape[0]):
-                            old_sum += logliks[counted[u]]
-                        delta = -temperature * (new_logliks.sum() - old_sum)
+                if counted.shape[0] and temperature != 0.0:
+                    old_sum = 0.0
+                    for u in range(counted.shape[0]):
+                        old_sum += logliks[counted[u]]
+                    delta = -temperature * (new_logliks.sum() - old_sum)
                 delta_cache[hi, lo] = delta
             ct, st = math.cos(now), math.sin(now)
             f_dot = (vel[hi, bk] * ct - dev[hi, bk] * st) - (vel[lo, bk] * ct - dev[lo, bk] * st)
@@ -291,19 +304,15 @@ def hmc_trajectory_kernel(
                 _rebase(dev, vel, item, now)
             if cross:
                 crossings += 1
-                if not have_new:
-                    new_words, counted = _toggled_order(
-                        words, hi, lo, lo_above, dual, masks, by_item, starts
-                    )
-                    if counted.shape[0]:
-                        new_logliks, new_ratios, ok = _move_logliks(
-                            new_words, steps, lengths, inverse, counted, p, binom_f,
-                            max_states, memo,
-                        )  # fmt: skip
-                        n_counted += counted.shape[0]
-                        if not ok:
-                            status = 2
-                            break
+                if not have_new:  # ΔE came from the cache
+                    new_words, counted, new_logliks, new_ratios, ok = _toggle(
+                        words, hi, lo, lo_above, dual, masks, by_item, starts,
+                        steps, lengths, inverse, p, binom_f, max_states, memo,
+                    )  # fmt: skip
+                    n_counted += counted.shape[0]
+                    if not ok:
+                        status = 2
+                        break
                 for u in range(counted.shape[0]):
                     logliks[counted[u]] = new_logliks[u]
                     at = np.searchsorted(slot_rows, counted[u])
