@@ -2,12 +2,15 @@
 
     python benchmarks/sbc.py [--out sbc_output] [--size full] [--budget-minutes 68]
                              [--problems crp pitman_yor measurement_error partial_orders]
+                             [--workers 2]
 
 Runs the SBC problems of ``tests/sbc`` (200 simulations each at ``--size full``) one after the
 other in this process, prints a chi-square uniformity test per parameter (acceptance:
 p > 0.01), and writes one rank histogram per problem (PNG) and the raw ranks (JSON) to the
 output folder. The last problems get what is left of ``--budget-minutes`` and stop early
-when it runs out (the report says how many simulations were run).
+when it runs out (the report says how many simulations were run). With ``--workers n`` each
+problem runs in ``n`` processes, the ``k``-th running the simulations ``s ≡ k (mod n)`` with
+the seeds a single process would give them, so the joined result is the same run.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import argparse
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 import warnings
@@ -29,6 +33,8 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from pymc_crp.sbc import SBCResult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,6 +72,38 @@ def plot_ranks(name, result, tests, path):
     plt.close(fig)
 
 
+def run_shards(name, args, budget_minutes, out):
+    """Problem ``name`` in ``args.workers`` processes (``run_sbc(shard=(k, n))``), joined."""
+    shard_dir = out / "shards"
+    shard_dir.mkdir(exist_ok=True)
+    procs = []
+    for k in range(args.workers):
+        command = [
+            sys.executable, __file__, "--problems", name, "--size", args.size,
+            "--budget-minutes", f"{budget_minutes}", "--shard", str(k), str(args.workers),
+            "--out", str(shard_dir),
+        ]  # fmt: skip
+        if args.n_sims is not None:
+            command += ["--n-sims", str(args.n_sims)]
+        procs.append(subprocess.Popen(command))
+    if any(proc.wait() != 0 for proc in procs):
+        raise RuntimeError(f"a shard of {name} failed")
+    parts = []
+    for k in range(args.workers):
+        record = json.loads((shard_dir / f"sbc_{name}_{k}of{args.workers}.json").read_text())
+        parts.append(
+            SBCResult(
+                params=list(record["ranks"]),
+                ranks=record["ranks"],
+                n_draws=record["n_draws"],
+                seconds=record["seconds"],
+                seed=record["seed"],
+                sims=record["sims"],
+            )
+        )
+    return SBCResult.combine(parts)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="sbc_output", help="output folder")
@@ -77,44 +115,68 @@ def main(argv=None):
         nargs="+",
         default=["crp", "pitman_yor", "measurement_error", "partial_orders"],
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes per problem, each running every n-th simulation (same seeds, same "
+        "simulations as one process)",
+    )
+    parser.add_argument("--shard", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error(f"--workers must be a positive integer, got {args.workers}")
     problems = load_problems()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     deadline = time.perf_counter() + 60.0 * args.budget_minutes
     failed = []
-    print(f"SBC ({args.size}), output in {out.resolve()}, pid {os.getpid()}", flush=True)
+    if args.shard is None:
+        print(f"SBC ({args.size}), output in {out.resolve()}, pid {os.getpid()}", flush=True)
     for name in args.problems:
         t0 = time.perf_counter()
+        label = name if args.shard is None else f"{name} (shard {args.shard[0]})"
 
-        def progress(s, result, name=name, t0=t0):
-            if (s + 1) % 10 == 0:
+        def progress(s, result, label=label, t0=t0):
+            if result.n_sims % 10 == 0:
                 elapsed = time.perf_counter() - t0
-                print(f"  {name}: {s + 1} simulations, {elapsed:.0f} s", flush=True)
+                print(f"  {label}: {result.n_sims} simulations, {elapsed:.0f} s", flush=True)
 
-        result = problems.run_problem(
-            name,
-            args.size,
-            n_sims=args.n_sims,
-            time_budget=max(deadline - time.perf_counter(), 0.0),
-            callback=progress,
-        )
+        left = max(deadline - time.perf_counter(), 0.0)
+        if args.workers > 1:
+            result = run_shards(name, args, left / 60.0, out)
+        else:
+            result = problems.run_problem(
+                name,
+                args.size,
+                n_sims=args.n_sims,
+                time_budget=left,
+                callback=progress,
+                shard=(0, 1) if args.shard is None else tuple(args.shard),
+            )
         total = time.perf_counter() - t0
-        tests = result.tests()
-        print(f"{name}: {result.n_sims} simulations in {total:.0f} s (incl. compilation)")
-        print(result.summary(), flush=True)
-        plot_ranks(name, result, tests, out / f"sbc_{name}.png")
         record = {
             "n_sims": result.n_sims,
             "seed": result.seed,
             "total_seconds": total,
             "seconds": result.seconds,
+            "sims": result.sims,
             "ranks": result.ranks,
             "n_draws": result.n_draws,
-            "pvalues": {k: t.pvalue for k, t in tests.items()},
         }
+        if args.shard is not None:  # a worker of run_shards: the raw ranks only
+            k, n = args.shard
+            (out / f"sbc_{name}_{k}of{n}.json").write_text(json.dumps(record))
+            continue
+        tests = result.tests()
+        print(f"{name}: {result.n_sims} simulations in {total:.0f} s (incl. compilation)")
+        print(result.summary(), flush=True)
+        plot_ranks(name, result, tests, out / f"sbc_{name}.png")
+        record["pvalues"] = {k: t.pvalue for k, t in tests.items()}
         (out / f"sbc_{name}.json").write_text(json.dumps(record, indent=1))
         failed += [f"{name}.{k}" for k, t in tests.items() if not t.pvalue > 0.01]
+    if args.shard is not None:
+        return 0
     print("FAILED (p <= 0.01): " + ", ".join(failed) if failed else "all p > 0.01")
     return 1 if failed else 0
 

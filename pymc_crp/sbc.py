@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,10 +161,38 @@ class SBCResult:
     n_draws: dict[str, list[int]] = field(default_factory=dict)
     seconds: list[float] = field(default_factory=list)
     seed: int = 0
+    sims: list[int] = field(default_factory=list)
 
     @property
     def n_sims(self) -> int:
         return len(self.seconds)
+
+    @classmethod
+    def combine(cls, parts: Sequence[SBCResult]) -> SBCResult:
+        """One result from runs over disjoint simulations of the same problem and seed (the
+        shards of :func:`run_sbc`), in the order of their simulation indices."""
+        if not parts:
+            raise ValueError("parts must hold at least one SBCResult")
+        first = parts[0]
+        if any(part.seed != first.seed or part.params != first.params for part in parts):
+            raise ValueError("parts must share their seed and parameters")
+        sims = [s for part in parts for s in part.sims]
+        if len(set(sims)) != len(sims):
+            raise ValueError("parts must run disjoint simulations")
+        order = np.argsort(sims, kind="stable")
+
+        def pooled(get):
+            values = [v for part in parts for v in get(part)]
+            return [values[i] for i in order]
+
+        return cls(
+            params=list(first.params),
+            ranks={k: pooled(lambda part, k=k: part.ranks[k]) for k in first.params},
+            n_draws={k: pooled(lambda part, k=k: part.n_draws[k]) for k in first.params},
+            seconds=pooled(lambda part: part.seconds),
+            seed=first.seed,
+            sims=[sims[i] for i in order],
+        )
 
     def tests(self, **kwargs) -> dict[str, UniformityTest]:
         """:func:`uniformity_test` per parameter (seeded by the run's seed)."""
@@ -200,6 +228,7 @@ def run_sbc(
     seed: int = 0,
     time_budget: float | None = None,
     callback: Callable[[int, SBCResult], None] | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> SBCResult:
     """Run SBC: ``simulate(rng) -> (truth, data)``, ``fit(data, seed) -> {name: draws}``.
 
@@ -208,12 +237,19 @@ def run_sbc(
     ``n_keep`` draws. Simulation ``s`` uses the seeds ``SeedSequence([seed, s])``, so a run is
     reproducible and its first ``k`` simulations do not depend on ``n_sims``. After the first
     simulation, stops early once ``time_budget`` seconds have passed (``result.n_sims`` says
-    how many were run).
+    how many were run). ``shard=(k, n)`` runs only the simulations ``s ≡ k (mod n)`` of the
+    ``n_sims``, so that ``n`` processes can share a run; :meth:`SBCResult.combine` joins them
+    into the result of the whole run.
     """
+    k, n_shards = shard
+    if not (
+        isinstance(n_shards, int) and n_shards >= 1 and isinstance(k, int) and 0 <= k < n_shards
+    ):
+        raise ValueError(f"shard must be (k, n) with integers 0 <= k < n, got {shard!r}")
     result: SBCResult | None = None
     start = time.perf_counter()
-    for s in range(n_sims):
-        if s and time_budget is not None and time.perf_counter() - start > time_budget:
+    for s in range(k, n_sims, n_shards):
+        if s > k and time_budget is not None and time.perf_counter() - start > time_budget:
             break
         t0 = time.perf_counter()
         sim_seq, fit_seq, tie_seq = np.random.SeedSequence([seed, s]).spawn(3)
@@ -229,10 +265,11 @@ def run_sbc(
             result.ranks[name].append(rank_statistic(truth[name], kept, tie_rng))
             result.n_draws[name].append(kept.size)
         result.seconds.append(time.perf_counter() - t0)
+        result.sims.append(s)
         if callback is not None:
             callback(s, result)
     if result is None:
-        raise ValueError(f"n_sims must be at least 1, got {n_sims}")
+        raise ValueError(f"n_sims must be more than the shard's index {k}, got {n_sims}")
     return result
 
 

@@ -18,6 +18,7 @@ from scipy import stats
 import pymc_crp as pmc
 from pymc_crp.sbc import (
     DefaultStep,
+    SBCResult,
     rank_statistic,
     run_sbc,
     thin_by_ess,
@@ -137,6 +138,22 @@ def test_run_sbc_is_reproducible_and_stops_on_budget():
     c = run_sbc(simulate_normal, normal_fit(), 1000, n_keep=9, seed=5, time_budget=0.0)
     assert c.n_sims == 1
     assert "mu" in a.summary()
+
+
+def test_shards_combine_to_the_whole_run():
+    whole = run_sbc(simulate_normal, normal_fit(), 11, n_keep=9, seed=5)
+    parts = [
+        run_sbc(simulate_normal, normal_fit(), 11, n_keep=9, seed=5, shard=(k, 3))
+        for k in (2, 0, 1)
+    ]
+    assert [part.sims for part in parts] == [[2, 5, 8], [0, 3, 6, 9], [1, 4, 7, 10]]
+    joined = SBCResult.combine(parts)
+    assert joined.sims == list(range(11)) == whole.sims
+    assert joined.ranks == whole.ranks and joined.n_draws == whole.n_draws
+    with pytest.raises(ValueError, match="disjoint"):
+        SBCResult.combine([parts[0], parts[0]])
+    with pytest.raises(ValueError, match="shard"):
+        run_sbc(simulate_normal, normal_fit(), 11, shard=(3, 3))
 
 
 def _small_crp_model(y):

@@ -233,7 +233,13 @@ def make_problem(name: str, size: str = "smoke") -> Problem:
 
 
 def run_problem(
-    name: str, size: str = "smoke", *, n_sims: int | None = None, time_budget=None, callback=None
+    name: str,
+    size: str = "smoke",
+    *,
+    n_sims: int | None = None,
+    time_budget=None,
+    callback=None,
+    shard=(0, 1),
 ) -> SBCResult:
     """Build problem ``name`` and run its SBC with the fixed seed of the problem."""
     problem = make_problem(name, size)
@@ -245,4 +251,5 @@ def run_problem(
         seed=SEEDS[name],
         time_budget=time_budget,
         callback=callback,
+        shard=shard,
     )
