@@ -83,14 +83,11 @@ def total_loglik(model, idata):
 N_DIMS = [3]  # latent dimensions of the model (2 for the ballots)
 
 
-def run(lists, n_items, args, variant, seed):
-    n_slots = 10 if variant == "old" else None
-    if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
-        n_slots, variant = int(variant[3:]), variant[:3]
-    kwargs = {"n_dims": N_DIMS[0]}
-    if n_slots is not None:
-        kwargs["max_clusters"] = n_slots
-    model = pmc.models.clustered_partial_orders(lists, n_items, **kwargs)
+def variant_steps(model, variant):
+    """The step methods given to ``pm.sample`` for ``variant`` (``None``: all automatic);
+    ``a+b`` joins the steps of ``a`` and ``b`` (they must update different variables)."""
+    if "+" in variant:
+        return [s for part in variant.split("+") for s in variant_steps(model, part) or []]
     step = None
     if variant == "old":
         with model:
@@ -163,6 +160,18 @@ def run(lists, n_items, args, variant, seed):
                     [model["cluster"]], merge_split=int(variant[2:]), anneal=0
                 )
             ]
+    return step
+
+
+def run(lists, n_items, args, variant, seed):
+    n_slots = 10 if variant == "old" else None
+    if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
+        n_slots, variant = int(variant[3:]), variant[:3]
+    kwargs = {"n_dims": N_DIMS[0]}
+    if n_slots is not None:
+        kwargs["max_clusters"] = n_slots
+    model = pmc.models.clustered_partial_orders(lists, n_items, **kwargs)
+    step = variant_steps(model, variant)
     with model:
         start = time.perf_counter()
         idata = pm.sample(
@@ -325,8 +334,8 @@ def main():
         "tau and p per step), noiseN (joint moves of p "
         "and the labels along a path of N points), ordN (the joint move with the orders "
         "following: N item sweeps at each of 10 points; ordNtT: T points; ordNall: every slot "
-        "in its pool), newL / oldL "
-        "(max_clusters=L)",
+        "in its pool), hmcN (N exact Hamiltonian trajectories of each slot's utilities), newL / "
+        "oldL (max_clusters=L); a+b joins the steps of a and b (e.g. sw2+hmc2)",
     )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
