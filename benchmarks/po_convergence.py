@@ -11,6 +11,9 @@ Both samplers run on the same lists with ``pm.sample`` defaults apart from the s
 - ``new``: the package's default for ``clustered_partial_orders`` (``max_clusters`` at its
   default).
 
+Variants that give steps keep ``pm.sample``'s order of the steps (the given step takes
+the place of the default one for its variables).
+
 Printed per variant: for each label-invariant quantity (number of clusters, largest cluster,
 partition entropy, total log-likelihood of the lists, ``p``, ``tau``, ``rho``, ``alpha``) the
 rank-normalised R-hat, bulk ESS and bulk ESS per second of sampling; the new/old ratio of ESS
@@ -35,6 +38,8 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers  # noqa: E402
+from pymc.step_methods.compound import CompoundStep  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
 from pymc_crp.core.lists import list_likelihood_cache, order_words  # noqa: E402
@@ -163,6 +168,33 @@ def variant_steps(model, variant):
     return step
 
 
+def _value_names(step):
+    if isinstance(step, CompoundStep | list | tuple):
+        methods = step.methods if isinstance(step, CompoundStep) else step
+        return set().union(*(_value_names(method) for method in methods))
+    return {v.name for v in step.vars}
+
+
+def in_default_order(model, steps):
+    """The steps ``pm.sample`` would assign, each replaced by those of ``steps`` that update
+    any of its variables, in ``pm.sample``'s order (given steps alone would run first)."""
+    if not steps:
+        return None
+    with model:
+        provided, selected = assign_step_methods(model, None, methods=pm.STEP_METHODS)
+        defaults = instantiate_steppers(model, provided, selected)
+    defaults = defaults if isinstance(defaults, list) else [defaults]
+    out = []
+    for default in defaults:
+        names = _value_names(default)
+        given = [s for s in steps if _value_names(s) & names]
+        out += [s for s in given if all(s is not o for o in out)] if given else [default]
+    missing = [s for s in steps if all(s is not o for o in out)]
+    if missing:
+        raise ValueError(f"no default step updates the variables of {missing}")
+    return out
+
+
 def run(lists, n_items, args, variant, seed):
     n_slots = 10 if variant == "old" else None
     if variant.startswith(("old", "new")) and variant[3:]:  # e.g. old50, new10: other L
@@ -171,7 +203,7 @@ def run(lists, n_items, args, variant, seed):
     if n_slots is not None:
         kwargs["max_clusters"] = n_slots
     model = pmc.models.clustered_partial_orders(lists, n_items, **kwargs)
-    step = variant_steps(model, variant)
+    step = in_default_order(model, variant_steps(model, variant))
     with model:
         start = time.perf_counter()
         idata = pm.sample(
