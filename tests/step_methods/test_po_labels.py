@@ -28,6 +28,7 @@ def sample_tiny(
         z = pmc.CRP("z", theta, discount=discount, max_clusters=n_slots, n=N_LISTS)
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, n_dims)), rho=0.0)
         pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        label_kwargs.setdefault("sweeps", 1)  # one round (three: test_several_rounds_…)
         steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux, **label_kwargs)]
         if gibbs:  # utilities by exact coordinate Gibbs draws only
             steps.append(pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1))
