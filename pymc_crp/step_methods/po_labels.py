@@ -230,11 +230,11 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         occupied slots' utilities held. With the utilities' exact Hamiltonian trajectories
         (:class:`~pymc_crp.UtilityMetropolis`), more rounds keep the chains of the annealed
         start in one partition more often and raise the ESS of the label summaries: on 1,000
-        simulated rankings (4 chains x (1,000 + 1,000)) one round split the chains on 1 of 5
-        sampler seeds (R-hat of the partition entropy 1.33) and two rounds on none of 5 (R-hat
-        up to 1.04); three rounds (with two trajectories) gave R-hat <= 1.03 and ESS of the
-        number of clusters 418--493 on 2 seeds, at 1.4 times the time per iteration of two
-        rounds (``benchmarks/README.md``). Before the trajectories three rounds did not help.
+        simulated rankings (4 chains x (1,000 + 1,000)) one round split the chains on 1 of 4
+        sampler seeds (R-hat of the partition entropy 1.33), two rounds on none of 5 (R-hat up
+        to 1.04) and three rounds on none of 5 (R-hat <= 1.03; bulk ESS of the number of
+        clusters 333--622 against 200--288 for one round), at 1.5 times the time per iteration
+        of one round (``benchmarks/README.md``). Before the trajectories three rounds did not help.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
