@@ -176,7 +176,9 @@ def test_clustered_tau_posterior_is_exact():
         concentration=TAU_ALPHA,
         max_clusters=len(TAU_LISTS),
     )
-    idata = sample(model, seed=8)
+    with model:  # one round of label moves per step (the default's three: test_po_labels)
+        labels = pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=1)
+    idata = sample(model, seed=8, step=[labels])
     draws = idata.posterior["tau"].values
     grid, density = exact_tau_posterior()
     assert not check_quantiles(draws, grid, density)

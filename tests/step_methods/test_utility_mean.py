@@ -51,7 +51,7 @@ def test_collapsed_moves_keep_the_prior_without_information():
     with model:
         steps = [
             pmc.UtilityMeanGibbs([model["U0"]]),
-            pmc.PartialOrderLabelGibbs([model["cluster"]]),
+            pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=1),
             pmc.UtilityMetropolis([model["U"]]),
         ]
         idata = pm.sample(
