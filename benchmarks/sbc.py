@@ -91,16 +91,8 @@ def run_shards(name, args, budget_minutes, out):
     parts = []
     for k in range(args.workers):
         record = json.loads((shard_dir / f"sbc_{name}_{k}of{args.workers}.json").read_text())
-        parts.append(
-            SBCResult(
-                params=list(record["ranks"]),
-                ranks=record["ranks"],
-                n_draws=record["n_draws"],
-                seconds=record["seconds"],
-                seed=record["seed"],
-                sims=record["sims"],
-            )
-        )
+        fields = {key: record[key] for key in ("ranks", "n_draws", "seconds", "seed", "sims")}
+        parts.append(SBCResult(params=list(record["ranks"]), **fields))
     return SBCResult.combine(parts)
 
 
