@@ -125,6 +125,9 @@ def variant_steps(model, variant):
     elif variant.startswith("hmc"):  # new, with N exact Hamiltonian trajectories per slot
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], hmc_trajectories=int(variant[3:]))]
+    elif variant.startswith("cs"):  # new, with N passes of column swaps per utility step
+        with model:
+            step = [pmc.UtilityMetropolis([model["U"]], column_swaps=int(variant[2:]))]
     elif variant.startswith("is"):  # new, with N item sweeps per UtilityMetropolis step
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], item_sweeps=int(variant[2:]))]

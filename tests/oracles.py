@@ -457,6 +457,24 @@ def truncated_equicorrelated_draws(mean, rho: float, scale: float, start, n_draw
     return x[kept]
 
 
+def dominance_conditioned_equicorrelated_draws(
+    mean, rho: float, scale: float, start, n_draws, seed=0
+):
+    """I.i.d. ``(M, K)`` matrices from ``N(mean, scale² Σ_ρ)`` (rows independent) conditioned
+    on the dominance order of ``start`` (``i ≻ j`` iff row ``i`` exceeds row ``j`` in every
+    column), by rejection."""
+    rng = np.random.default_rng(seed)
+    mean = np.asarray(mean, dtype=float)
+    n_items, n_dims = mean.shape
+    eps = rng.standard_normal((n_draws, n_items, n_dims))
+    common = rng.standard_normal((n_draws, n_items, 1))
+    x = mean + scale * (math.sqrt(1.0 - rho) * eps + math.sqrt(rho) * common)
+    start = np.asarray(start, dtype=float)
+    want = np.all(start[:, None, :] > start[None, :, :], axis=2)
+    got = np.all(x[:, :, None, :] > x[:, None, :, :], axis=3)
+    return x[np.all(got == want[None], axis=(1, 2))]
+
+
 def exact_clustered_total_orders_random_noise(
     lists, n_items: int, a: float, b: float, theta: float, power: float = 1.0, n_grid: int = 400
 ):

@@ -34,7 +34,26 @@ equicorrelated_conditional`); write ``w_j = σ_j^{-2}``. Decompose
 Either update leaves the slot prior restricted to the current orders invariant (Gibbs, or
 Metropolis-within-Gibbs, in the coordinates ``(x̄, t, ω)``), and neither evaluates a list.
 Columns are visited in turn (each conditions on the current values of the others). Columns
-with tied values (e.g. an initial point of zeros) are left alone. No PyMC here.
+with tied values (e.g. an initial point of zeros) are left alone.
+
+**Swaps of two columns** (:func:`column_swaps`). The dominance order is the intersection of
+the columns' orders, so it does not depend on which column holds which ranking: exchanging
+two columns of a slot keeps its order, while the moves above cannot reach the exchanged
+matrix (it lies in another cell of the rank patterns, and the continuous moves between the
+two cross walls where the order changes). For a row ``x ~ N(m, s^2 Σ_ρ)`` with the
+equicorrelated ``Σ_ρ^{-1} = (I - \tfrac{ρ}{1+(K-1)ρ}\mathbf 1\mathbf 1^\top)/(1-ρ)``,
+exchanging entries ``k`` and ``l`` keeps ``x^\top Σ_ρ^{-1} x`` and ``\mathbf 1^\top x``, so only
+the cross term changes:
+
+.. math::
+
+    \log\frac{π(x^{(kl)})}{π(x)} = \frac{(x_l - x_k)(m_k - m_l)}{s^2 (1-ρ)},
+
+summed over the rows of the slot. The pair ``{k, l}`` is drawn uniformly (a symmetric
+proposal) and the swap is accepted with the Metropolis probability; no list is evaluated.
+The swap matters where the slots' prior means differ between the columns (in the
+hierarchical model ``τ U0``): a slot whose columns are matched to the wrong columns of
+``U0`` pulls ``τ`` down, and without the swap it stays so. No PyMC here.
 """
 
 from __future__ import annotations
@@ -43,7 +62,7 @@ import numpy as np
 
 from pymc_crp.core.utility_gibbs import column_conditionals, truncated_normal
 
-__all__ = ["column_moves"]
+__all__ = ["column_moves", "column_swaps"]
 
 
 def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
@@ -112,3 +131,41 @@ def _scale_draws(a, b, n_items: int, normal, uniform):
         + 0.5 * kappa * ((c - mode) ** 2 - (1.0 - mode) ** 2)  # log q(1) - log q(c')
     )  # fmt: skip
     return c, good & positive & (np.log(uniform) < log_ratio)
+
+
+def column_swaps(utilities, mean, rho, scale, pairs, uniforms) -> np.ndarray:
+    r"""One Metropolis swap of two columns of every slot (see the module docstring), in place.
+
+    Parameters
+    ----------
+    utilities, mean, rho, scale
+        As for :func:`column_moves` (``utilities`` ``(S, M, K)`` updated in place; ``rho``
+        and ``scale`` ``(S, M)``, ``rho < 1``).
+    pairs : int (S,)
+        Uniform draws from ``0 .. K(K-1)/2 - 1``: which pair of columns each slot proposes to
+        swap (pairs in lexicographic order).
+    uniforms : float64 (S,)
+        Uniforms of the acceptance.
+
+    Returns
+    -------
+    accepted : bool (S,)
+        Which swaps were accepted (none when ``K = 1``).
+    """
+    n_slots, _, n_dims = utilities.shape
+    accepted = np.zeros(n_slots, dtype=bool)
+    if n_dims < 2 or n_slots == 0:
+        return accepted
+    first, second = np.triu_indices(n_dims, k=1)
+    k, l = first[pairs], second[pairs]
+    slots = np.arange(n_slots)
+    x_k, x_l = utilities[slots, :, k], utilities[slots, :, l]  # (S, M)
+    m_k, m_l = mean[slots, :, k], mean[slots, :, l]
+    log_ratio = np.sum((x_l - x_k) * (m_k - m_l) / (scale**2 * (1.0 - rho)), axis=1)
+    accepted = np.log(uniforms) < log_ratio
+    swap = slots[accepted]
+    utilities[swap, :, k[accepted]], utilities[swap, :, l[accepted]] = (
+        x_l[accepted],
+        x_k[accepted],
+    )
+    return accepted

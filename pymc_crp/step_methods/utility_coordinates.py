@@ -2,13 +2,16 @@ r"""Moves of single partial-order utilities that know where the order changes.
 
 The list likelihood depends on a utility ``x = U^{(a)}_{jk}`` only through the interval
 between its neighbours in column ``k`` of slot ``a`` (:mod:`pymc_crp.core.utility_gibbs`).
-:class:`CoordinateMoves` gives :class:`~pymc_crp.UtilityMetropolis` four exact moves, each
-optional; the first and third are built on that, the second keeps every order:
+:class:`CoordinateMoves` gives :class:`~pymc_crp.UtilityMetropolis` five exact moves, each
+optional; the cell draws, hops and coordinate draws are built on that, the column moves and
+swaps keep every order:
 
 * ``_cell_draws`` — every utility of the occupied slots redrawn within its interval (truncated
   normals; no order changes, no list is evaluated);
 * ``_column_moves`` — every column of the occupied slots shifted and scaled about its centre
   (:mod:`pymc_crp.core.column_moves`; no order changes, no list is evaluated);
+* ``_column_swaps`` — two columns of each occupied slot exchanged, accepted on the prior
+  ratio (the dominance order is unchanged, no list is evaluated);
 * ``_cell_hop`` — one utility moved into the interval next to its own, accepted with
   ``min(1, L' Z' / (L Z))`` (one list evaluation of the lists that contain the item);
 * ``_coordinate_draw`` — the exact Gibbs draw over all intervals (a list evaluation per
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_crp.core.column_moves import column_moves
+from pymc_crp.core.column_moves import column_moves, column_swaps
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.utility_gibbs import (
     cell_draws,
@@ -145,6 +148,17 @@ class CoordinateMoves:
             column_moves(block, mean, rho, scale, normals, self.rng.random((n_dims, n_slots)))
 
         self._on_occupied(utilities, occupied, prior, moves)
+
+    def _column_swaps(self, utilities, occupied, prior) -> None:
+        """One pass of :func:`~pymc_crp.core.column_moves.column_swaps` over the occupied
+        slots (exchanges of two columns: the orders are unchanged)."""
+
+        def swaps(block, mean, rho, scale):
+            n_slots, _, n_dims = block.shape
+            pairs = self.rng.integers(max(n_dims * (n_dims - 1) // 2, 1), size=n_slots)
+            column_swaps(block, mean, rho, scale, pairs, self.rng.random(n_slots))
+
+        self._on_occupied(utilities, occupied, prior, swaps)
 
     @staticmethod
     def _on_occupied(utilities, occupied, prior, move) -> None:

@@ -161,6 +161,11 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         Passes, after the cell sweeps, of shifts and scalings of every column of the occupied
         slots (:mod:`pymc_crp.core.column_moves`: they keep every order, so no list is
         evaluated). Same conditions and default as ``cell_sweeps``.
+    column_swaps : int, optional
+        Passes, after the column moves, of a Metropolis exchange of two random columns of each
+        occupied slot (:func:`~pymc_crp.core.column_moves.column_swaps`: the dominance order
+        is the intersection of the columns' orders, so no list is evaluated; the prior ratio
+        decides). Same conditions as ``cell_sweeps``; default 0.
     cell_hops : int, default 0
         Sweeps over the items of each occupied slot of moves of one utility (a random column)
         to the interval next to its own (up or down with probability 1/2), drawn from its
@@ -223,6 +228,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         coordinate_items: int = 0,
         cell_sweeps: int | None = None,
         column_moves: int | None = None,
+        column_swaps: int | None = None,
         cell_hops: int = 0,
         hmc_trajectories: int | None = None,
         pcn: bool = True,
@@ -264,6 +270,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
         optional = {
             "cell_sweeps": cell_sweeps,
             "column_moves": column_moves,
+            "column_swaps": column_swaps,
             "hmc_trajectories": hmc_trajectories,
         }
         for option, value in (*optional.items(), ("cell_hops", cell_hops)):
@@ -311,6 +318,7 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
                 )
         self.cell_sweeps = int(direct if cell_sweeps is None else cell_sweeps)
         self.column_moves = int(direct if column_moves is None else column_moves)
+        self.column_swaps = int(0 if column_swaps is None else column_swaps)
         self.cell_hops = int(cell_hops)
         if hmc_trajectories is None:  # on where a trajectory meets few walls (few items)
             n_items = max(term.contains.shape[1] for term in self._terms)
@@ -344,12 +352,13 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
             self.coordinate_items
             or self.cell_sweeps
             or self.column_moves
+            or self.column_swaps
             or self.cell_hops
             or self.hmc_trajectories
         ):
             raise ValueError(
                 "reversible_update needs coordinate_items, cell_sweeps, column_moves, "
-                "cell_hops and hmc_trajectories to be 0"
+                "column_swaps, cell_hops and hmc_trajectories to be 0"
             )
         return self._update(point, pcn_last=bool(reverse), refresh_empty=False)
 
@@ -406,6 +415,8 @@ class UtilityMetropolis(CoordinateMoves, BlockedStep):
             self._cell_draws(utilities, occupied, prior)
         for _ in range(self.column_moves):
             self._column_moves(utilities, occupied, prior)
+        for _ in range(self.column_swaps):
+            self._column_swaps(utilities, occupied, prior)
         if self.tune and self.adaptive:
             self.rw_scale = self._rw_tuner.record(self.rw_scale, moves.rw_accepts, moves.rw_tries)
             self.pcn_step = self._pcn_tuner.record(

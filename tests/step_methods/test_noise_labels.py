@@ -165,7 +165,13 @@ def test_joint_move_on_top_of_the_default_moves():
     with model:
         steps = [
             pmc.PartialOrderLabelGibbs(
-                [model["z"]], n_aux=2, merge_split=3, anneal=0, noise_moves=2, noise_path=6
+                [model["z"]],
+                n_aux=2,
+                merge_split=3,
+                anneal=0,
+                noise_moves=2,
+                noise_path=6,
+                sweeps=1,
             ),
             pmc.UtilityMetropolis([model["U"]]),
             pmc.HyperparameterMetropolis([model["p"]]),
