@@ -320,7 +320,7 @@ def main():
         help="random_seed of pm.sample, one run per seed and variant (default: --seed + 1); "
         "with several, the spread of R-hat and chain agreement over the seeds is printed",
     )
-    parser.add_argument("--timing-iterations", type=int, default=30)
+    parser.add_argument("--timing-iterations", type=int, default=30, help="0: no timing tables")
     parser.add_argument(
         "--block-means",
         type=int,
@@ -402,7 +402,7 @@ def main():
                 report(old, runs[variant][seed_index])
         if len(seeds) > 1:
             spread(runs, seeds)
-    if args.data != "synthetic":
+    if args.data != "synthetic" or args.timing_iterations < 1:
         return
     # From the planted partition plus 3 small clusters (8 clusters), for every variant.
     start = truth.copy()

@@ -10,6 +10,9 @@
   the core function and for ``UtilityMetropolis`` with only these draws (and with the column
   moves of ``pymc_crp.core.column_moves`` after them; the core moves are tested in
   ``tests/core/test_column_moves.py``).
+* With the column swaps as well, the chain visits both cells of rank patterns whose columns
+  give the dominance order of ``CELL_START`` and follows the prior conditioned on that order
+  (rejection oracle); without the swaps it stays in one cell and misses that target.
 """
 
 import math
@@ -18,7 +21,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from oracles import truncated_equicorrelated_mean
+from oracles import dominance_conditioned_equicorrelated_draws, truncated_equicorrelated_mean
 from scipy import stats
 from test_utility_metropolis import (
     LISTS_K2,
@@ -229,12 +232,49 @@ def test_utility_step_with_order_keeping_moves_only_keeps_the_orders_and_is_exac
     assert np.all(np.abs(draws.mean(("chain", "draw")).values - want) < 4.5 * se)
 
 
+@pytest.mark.parametrize("column_swaps", [1, 0])
+def test_column_swaps_follow_the_prior_given_the_dominance_order(column_swaps):
+    """Three items, ``K = 2``, ``0 ≻ 1`` and item 2 apart: two cells of rank patterns (one the
+    other with its columns exchanged) give that order. Cell draws, column moves and column
+    swaps inside pm.sample keep the order and reach the prior conditioned on it; without the
+    swaps the chain stays in its cell (the check's power)."""
+    rho, scale = 0.6, 1.3
+    with pm.Model():
+        u = pmc.EquicorrelatedNormal("U", mu=CELL_MEAN, rho=rho, scale=scale)
+        pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS_K2)
+        step = pmc.UtilityMetropolis(
+            [u], item_sweeps=0, pcn=False, hmc_trajectories=0, column_swaps=column_swaps
+        )
+        idata = pm.sample(
+            2000, tune=50, chains=2, cores=1, random_seed=4, step=[step],
+            initvals={"U": CELL_START}, progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+    draws = idata.posterior["U"]
+    values = draws.values.reshape(-1, *CELL_MEAN.shape)
+    dominance = np.all(values[:, :, None, :] > values[:, None, :, :], axis=3)
+    assert np.all(dominance == np.all(CELL_START[:, None] > CELL_START[None], axis=2))
+    first_column_starts = np.mean(np.argmax(values[:, :, 0], axis=1) == 0)
+    oracle = dominance_conditioned_equicorrelated_draws(
+        CELL_MEAN, rho, scale, CELL_START, 3_000_000
+    )
+    ess = az.ess(draws.to_dataset(name="U"))["U"].values
+    se = np.sqrt(oracle.var(axis=0) / ess)
+    close = np.all(np.abs(draws.mean(("chain", "draw")).values - oracle.mean(axis=0)) < 4.5 * se)
+    if column_swaps:
+        assert 0.05 < first_column_starts < 0.95  # both cells
+        assert close
+    else:
+        assert first_column_starts == 1.0
+        assert not close
+
+
 @pytest.mark.parametrize(
     "option, wrong_type, negative",
     [
         ("coordinate_items", 1.0, -2),
         ("cell_sweeps", 1.5, -1),
         ("column_moves", 2.5, -1),
+        ("column_swaps", 1.0, -1),
         ("cell_hops", True, -3),
     ],
 )
