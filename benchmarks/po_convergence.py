@@ -88,6 +88,19 @@ def total_loglik(model, idata):
 N_DIMS = [3]  # latent dimensions of the model (2 for the ballots)
 
 
+class _Repeated(CompoundStep):
+    """``methods`` in turn, ``repeats`` times per step (the last round's stats)."""
+
+    def __init__(self, methods, repeats):
+        super().__init__(methods)
+        self.repeats = repeats
+
+    def step(self, point):
+        for _ in range(self.repeats - 1):
+            point, _ = super().step(point)
+        return super().step(point)
+
+
 def variant_steps(model, variant):
     """The step methods given to ``pm.sample`` for ``variant`` (``None``: all automatic);
     ``a+b`` joins the steps of ``a`` and ``b`` (they must update different variables)."""
@@ -125,6 +138,13 @@ def variant_steps(model, variant):
     elif variant.startswith("hmc"):  # new, with N exact Hamiltonian trajectories per slot
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], hmc_trajectories=int(variant[3:]))]
+    elif variant.startswith("cyc"):  # new, with N list-free cycles of U0, tau/rho and U
+        with model:
+            cheap = pmc.UtilityMetropolis(
+                [model["U"]], item_sweeps=0, pcn=False, hmc_trajectories=0, column_swaps=1
+            )
+            cycle = _Repeated([pmc.UtilityMeanGibbs([model["U0"]]), cheap], int(variant[3:]))
+            step = [cycle, pmc.UtilityMetropolis([model["U"]])]
     elif variant.startswith("cs"):  # new, with N passes of column swaps per utility step
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], column_swaps=int(variant[2:]))]
