@@ -132,6 +132,9 @@ def variant_steps(model, variant):
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
+    elif variant.startswith("mc"):  # new, with N list-free cycles per UtilityMeanGibbs step
+        with model:
+            step = [pmc.UtilityMeanGibbs([model["U0"]], cycles=int(variant[2:]))]
     elif variant.startswith("coll"):  # new, N collapsed tau/rho moves per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=int(variant[4:]))]

@@ -174,13 +174,16 @@ class UtilityMeanRole:
 
     ``slots`` are the slot utilities ``U``, ``tau`` and ``rho`` the shrinkage and correlation
     (variables or constants; ``rho`` is ``0.0`` for ``K = 1``), ``labels`` the cluster labels
-    (``None``: every slot is occupied).
+    (``None``: every slot is occupied). ``orders_only``: the lists read the slots' utilities
+    only through their dominance orders (no item covariates), so moves that keep every order
+    keep every list likelihood.
     """
 
     slots: object
     tau: object
     rho: object
     labels: object = None
+    orders_only: bool = False
 
 
 def noncentred_role(var, model: Model | None = None) -> HyperparameterRole | None:

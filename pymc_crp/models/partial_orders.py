@@ -337,6 +337,10 @@ def clustered_partial_orders(
                 "cluster", concentration, n_groups=max_clusters, dims="list"
             )
         # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
-        set_role(model, mean_utilities, UtilityMeanRole(utilities, tau, rho, labels))
+        set_role(
+            model,
+            mean_utilities,
+            UtilityMeanRole(utilities, tau, rho, labels, orders_only=covariates is None),
+        )
         _observe_lists(encoded, _order_utilities(utilities, covariates), labels, p, direction)
     return model

@@ -79,3 +79,45 @@ def test_collapsed_moves_validated():
         pmc.UtilityMeanGibbs([model["U0"]], model=model, collapsed_moves=-1)
     with pytest.raises(TypeError, match="collapsed_moves"):
         pmc.UtilityMeanGibbs([model["U0"]], model=model, collapsed_moves=0.5)
+
+
+def test_cycles_default_and_validation():
+    """Five list-free cycles where the lists read the slots through their orders only; one
+    (the draw of U0 alone) with item covariates, where asking for more is an error."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 5
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2).cycles == 2
+    with pytest.raises(TypeError, match="cycles"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2.0)
+    with pytest.raises(ValueError, match="cycles"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=0)
+    covariates = np.eye(3)[:, :1]
+    model = pmc.models.clustered_partial_orders(
+        lists, 3, n_dims=2, max_clusters=3, covariates=covariates
+    )
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 1
+    with pytest.raises(ValueError, match="cycles > 1 needs"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2)
+
+
+def test_cycles_keep_every_order_and_move_tau():
+    """One step with five cycles at informative lists: the occupied slots' orders are those
+    they had (their utilities moved), and tau moved."""
+    rng = np.random.default_rng(1)
+    lists = [rng.permutation(5).tolist() for _ in range(12)]
+    model = pmc.models.clustered_partial_orders(lists, 5, n_dims=2, noise=0.05, max_clusters=6)
+    with model:
+        step = pmc.UtilityMeanGibbs([model["U0"]], rng=np.random.default_rng(2))
+        point = model.initial_point(random_seed=3)
+    labels = point["cluster"]
+    occupied = np.unique(labels)
+
+    def orders(u):
+        return np.all(u[:, :, None, :] > u[:, None, :, :], axis=-1)
+
+    new, _ = step.step(point)
+    before, after = point["U"][occupied], new["U"][occupied]
+    assert np.array_equal(orders(before), orders(after))
+    assert not np.allclose(before, after)
+    assert new["tau_interval__"] != point["tau_interval__"]
