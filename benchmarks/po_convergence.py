@@ -141,12 +141,13 @@ def variant_steps(model, variant):
     elif variant.startswith("hmc"):  # new, with N exact Hamiltonian trajectories per slot
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], hmc_trajectories=int(variant[3:]))]
-    elif variant.startswith("cyc"):  # new, with N list-free cycles of U0, tau/rho and U
-        with model:
+    elif variant.startswith("cyc"):  # N cycles of whole steps: U0 (one cycle), list-free U
+        with model:  # (the prototype of UtilityMeanGibbs(cycles=N); benchmarks/README.md)
             cheap = pmc.UtilityMetropolis(
                 [model["U"]], item_sweeps=0, pcn=False, hmc_trajectories=0, column_swaps=1
             )
-            cycle = _Repeated([pmc.UtilityMeanGibbs([model["U0"]]), cheap], int(variant[3:]))
+            mean = pmc.UtilityMeanGibbs([model["U0"]], cycles=1)
+            cycle = _Repeated([mean, cheap], int(variant[3:]))
             step = [cycle, pmc.UtilityMetropolis([model["U"]])]
     elif variant.startswith("cs"):  # new, with N passes of column swaps per utility step
         with model:

@@ -138,6 +138,7 @@ class UtilityMeanGibbs(BlockedStep):
                 "their orders and recorded labels (a clustered model built without covariates)"
             )
         self.cycles = int((_CYCLES if can_cycle else 1) if cycles is None else cycles)
+        self._keep_orders = can_cycle
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
         # value on the sampler's scale)): one compiled call per move.
         self._hyper = []
@@ -192,15 +193,15 @@ class UtilityMeanGibbs(BlockedStep):
             occupied[np.asarray(point[self._labels_name], dtype=np.int64)] = True
         tau, rho = float(tau), float(rho)
         accepts = []
-        for cycle in range(self.cycles):
+        for _ in range(self.cycles):
             if self._hyper:
                 accept, tau, rho = self._collapsed_moves(point, slots, occupied, tau, rho)
                 accepts.append(accept)
             new = self._draw_mean(slots[occupied], tau, rho)
-            if cycle < self.cycles - 1:
+            if self._keep_orders:
                 slots[occupied] = self._order_keeping_moves(slots[occupied], tau * new, tau, rho)
         point[self._name] = new
-        if self.cycles > 1:
+        if self._keep_orders:
             point[self._slots_name] = slots
         if not occupied.all():  # the empty slots given the new U0: their prior
             slots = np.array(point[self._slots_name], dtype=np.float64, copy=True)
