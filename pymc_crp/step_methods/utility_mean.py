@@ -61,7 +61,7 @@ from pymc_crp.step_methods.model_graph import compile_point_function
 __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
-_COLLAPSED_MOVES = 25  # moves of each hyperparameter per cycle (benchmarks/README.md)
+_COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
 _CYCLES = 5  # list-free cycles per step where the lists read orders only (benchmarks/README.md)
 
 
@@ -75,13 +75,15 @@ class UtilityMeanGibbs(BlockedStep):
     ----------
     vars : the ``U0`` variable
     collapsed_moves : int, default 25
-        Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per cycle
-        (0: none; only with labels recorded by the builder).
+        Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per step,
+        spread over the cycles (``⌈collapsed_moves / cycles⌉`` per cycle; 0: none; only with
+        labels recorded by the builder).
     cycles : int, optional
         Cycles per step of the collapsed moves, the draw of ``U0`` and the order-keeping
         moves of the occupied slots (module docstring). Default 5 where the lists read the
-        slots only through their orders (the builder records it: no item covariates), else 1
-        (the draw of ``U0`` alone); more than 1 elsewhere is a ``ValueError``.
+        slots only through their orders (the builder records it: no item covariates), else 1;
+        one cycle is the draw of ``U0`` alone (no order-keeping moves); more than 1 where the
+        lists read more than the orders is a ``ValueError``.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -139,7 +141,7 @@ class UtilityMeanGibbs(BlockedStep):
                 "their orders and recorded labels (a clustered model built without covariates)"
             )
         self.cycles = int((_CYCLES if can_cycle else 1) if cycles is None else cycles)
-        self._keep_orders = can_cycle
+        self._keep_orders = can_cycle and self.cycles > 1
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
         # value on the sampler's scale)): one compiled call per move.
         self._hyper = []
@@ -170,7 +172,7 @@ class UtilityMeanGibbs(BlockedStep):
         for name, hyper_fn in self._hyper:
             _, _, prior = hyper_fn(point)
             current = collapsed_log_density(stats, tau, rho) + float(prior)
-            for _ in range(self.collapsed_moves):
+            for _ in range(-(-self.collapsed_moves // self.cycles)):  # spread over the cycles
                 old = np.array(point[name], copy=True)
                 step = _COLLAPSED_SCALE * self.rng.standard_normal(old.shape)
                 point[name] = np.asarray(old + step, dtype=old.dtype)
