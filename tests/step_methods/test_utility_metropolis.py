@@ -175,9 +175,9 @@ def test_single_order_k2_posterior_over_orders_is_exact():
 def test_utility_mean_gibbs_matches_dense_conditional():
     lists = [[0, 1, 2], [2, 1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
-    step = pmc.UtilityMeanGibbs(  # the conditional of U0 given tau and rho: no tau/rho moves
-        [model["U0"]], model=model, rng=np.random.default_rng(1), collapsed_moves=0
-    )
+    step = pmc.UtilityMeanGibbs(  # the conditional of U0 given tau and rho: no tau/rho moves,
+        [model["U0"]], model=model, rng=np.random.default_rng(1), collapsed_moves=0, cycles=1
+    )  # one cycle (the occupied slots are not moved)
     rng = np.random.default_rng(2)
     point = model.initial_point(random_seed=0)
     tau, rho = 0.6, 0.3
