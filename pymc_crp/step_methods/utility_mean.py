@@ -19,7 +19,7 @@ r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved
        c\,Σ_ρ\Big), \qquad c = \frac{1-τ^2}{1-τ^2+nτ^2},
        \qquad U^{(e)} \sim N(τ U0, (1-τ^2)Σ_ρ),\ e \in E.
 
-3. (``cycles``, when the lists read the slots only through their dominance orders) moves the
+3. (``cycles > 1``, opt-in, when the lists read the slots only through their orders) moves the
    occupied slots' utilities given the new ``U0`` by moves that keep every order, hence every
    list likelihood, and evaluate no list: a scan of draws within the intervals between
    neighbours (:func:`~pymc_crp.core.utility_gibbs.cell_draws`), shifts and scalings of every
@@ -37,9 +37,10 @@ Why cycles: given the utilities, ``τ`` is pinned down by how alike the occupied
 with strong data the list moves change the slots' utilities slowly. The list-free moves of
 ``U0``, ``τ``, ``ρ`` and the slots within their orders are cheap, and repeating them lets
 ``τ`` travel at fixed orders. On 1,000 simulated rankings (``benchmarks/po_convergence.py``,
-seeds 5–7, 4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` from 155 / 159 / 260
-to 311 / 414 / 362 for 1.04–1.30 times the time; the ESS of the partition entropy moved from
-311 / 421 / 238 to 199 / 260 / 291 (``benchmarks/README.md``).
+4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every one of 8 seeded runs
+(187–650 against 155–260 on the same seeds), but one run split its chains between two
+partitions and the label summaries did not improve, so the default is one cycle
+(``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,6 @@ __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
 _COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
-_CYCLES = 5  # list-free cycles per step where the lists read orders only (benchmarks/README.md)
 
 
 class UtilityMeanGibbs(BlockedStep):
@@ -78,12 +78,13 @@ class UtilityMeanGibbs(BlockedStep):
         Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per step,
         spread over the cycles (``⌈collapsed_moves / cycles⌉`` per cycle; 0: none; only with
         labels recorded by the builder).
-    cycles : int, optional
+    cycles : int, default 1
         Cycles per step of the collapsed moves, the draw of ``U0`` and the order-keeping
-        moves of the occupied slots (module docstring). Default 5 where the lists read the
-        slots only through their orders (the builder records it: no item covariates), else 1;
-        one cycle is the draw of ``U0`` alone (no order-keeping moves); more than 1 where the
-        lists read more than the orders is a ``ValueError``.
+        moves of the occupied slots (module docstring); one cycle is the draw of ``U0`` alone
+        (no order-keeping moves). More than 1 needs lists that read the slots only through
+        their orders (the builder records it: no item covariates), else a ``ValueError``.
+        Off by default: five cycles doubled the ESS of ``τ`` but one of 8 seeded runs split
+        its chains between partitions (``benchmarks/README.md``).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -140,7 +141,7 @@ class UtilityMeanGibbs(BlockedStep):
                 f"cycles > 1 needs lists that read {role.slots.name}'s utilities only through "
                 "their orders and recorded labels (a clustered model built without covariates)"
             )
-        self.cycles = int((_CYCLES if can_cycle else 1) if cycles is None else cycles)
+        self.cycles = int(1 if cycles is None else cycles)
         self._keep_orders = can_cycle and self.cycles > 1
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
         # value on the sampler's scale)): one compiled call per move.

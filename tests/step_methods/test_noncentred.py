@@ -176,9 +176,10 @@ def test_clustered_tau_posterior_is_exact():
         concentration=TAU_ALPHA,
         max_clusters=len(TAU_LISTS),
     )
-    with model:  # one round of label moves per step (the default's three: test_po_labels)
+    with model:  # one round of label moves per step (the default's three: test_po_labels),
         labels = pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=1)
-    idata = sample(model, seed=8, step=[labels], draws=2000)  # ESS ~3,000; power z >= 8
+        mean = pmc.UtilityMeanGibbs([model["U0"]], cycles=5)  # and the list-free cycles
+    idata = sample(model, seed=8, step=[labels, mean], draws=2000)
     draws = idata.posterior["tau"].values
     grid, density = exact_tau_posterior()
     assert not check_quantiles(draws, grid, density)

@@ -82,12 +82,12 @@ def test_collapsed_moves_validated():
 
 
 def test_cycles_default_and_validation():
-    """Five list-free cycles where the lists read the slots through their orders only; one
-    (the draw of U0 alone) with item covariates, where asking for more is an error."""
+    """One cycle (the draw of U0 alone) by default; more where the lists read the slots
+    through their orders only, an error with item covariates."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 5
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2).cycles == 2
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 1
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=5).cycles == 5
     with pytest.raises(TypeError, match="cycles"):
         pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2.0)
     with pytest.raises(ValueError, match="cycles"):
@@ -108,7 +108,7 @@ def test_cycles_keep_every_order_and_move_tau():
     lists = [rng.permutation(5).tolist() for _ in range(12)]
     model = pmc.models.clustered_partial_orders(lists, 5, n_dims=2, noise=0.05, max_clusters=6)
     with model:
-        step = pmc.UtilityMeanGibbs([model["U0"]], rng=np.random.default_rng(2))
+        step = pmc.UtilityMeanGibbs([model["U0"]], cycles=5, rng=np.random.default_rng(2))
         point = model.initial_point(random_seed=3)
     labels = point["cluster"]
     occupied = np.unique(labels)
