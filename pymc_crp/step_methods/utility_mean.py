@@ -37,7 +37,7 @@ Why cycles: given the utilities, ``τ`` is pinned down by how alike the occupied
 with strong data the list moves change the slots' utilities slowly. The list-free moves of
 ``U0``, ``τ``, ``ρ`` and the slots within their orders are cheap, and repeating them lets
 ``τ`` travel at fixed orders. On 1,000 simulated rankings (``benchmarks/po_convergence.py``,
-4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every one of 8 seeded runs
+4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every one of 9 seeded runs
 (187–650 against 155–260 on the same seeds), but one run split its chains between two
 partitions and the label summaries did not improve, so the default is one cycle
 (``benchmarks/README.md``).
@@ -83,7 +83,7 @@ class UtilityMeanGibbs(BlockedStep):
         moves of the occupied slots (module docstring); one cycle is the draw of ``U0`` alone
         (no order-keeping moves). More than 1 needs lists that read the slots only through
         their orders (the builder records it: no item covariates), else a ``ValueError``.
-        Off by default: five cycles doubled the ESS of ``τ`` but one of 8 seeded runs split
+        Off by default: five cycles doubled the ESS of ``τ`` but one of 9 seeded runs split
         its chains between partitions (``benchmarks/README.md``).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
@@ -99,7 +99,7 @@ class UtilityMeanGibbs(BlockedStep):
         vars,
         *,
         collapsed_moves: int = _COLLAPSED_MOVES,
-        cycles: int | None = None,
+        cycles: int = 1,
         model=None,
         rng=None,
         initial_point=None,
@@ -116,9 +116,9 @@ class UtilityMeanGibbs(BlockedStep):
             raise TypeError(f"collapsed_moves must be an integer, got {collapsed_moves!r}")
         if collapsed_moves < 0:
             raise ValueError(f"collapsed_moves must be >= 0, got {collapsed_moves}")
-        if cycles is not None and (isinstance(cycles, bool) or not isinstance(cycles, int)):
+        if isinstance(cycles, bool) or not isinstance(cycles, int):
             raise TypeError(f"cycles must be an integer, got {cycles!r}")
-        if cycles is not None and cycles < 1:
+        if cycles < 1:
             raise ValueError(f"cycles must be >= 1, got {cycles}")
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
@@ -136,12 +136,12 @@ class UtilityMeanGibbs(BlockedStep):
             self._slots_name = slots_value.name
             self._labels_name = model.rvs_to_values[labels].name
         can_cycle = role.orders_only and self._slots_name is not None
-        if cycles is not None and cycles > 1 and not can_cycle:
+        if cycles > 1 and not can_cycle:
             raise ValueError(
                 f"cycles > 1 needs lists that read {role.slots.name}'s utilities only through "
                 "their orders and recorded labels (a clustered model built without covariates)"
             )
-        self.cycles = int(1 if cycles is None else cycles)
+        self.cycles = int(cycles)
         self._keep_orders = can_cycle and self.cycles > 1
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
         # value on the sampler's scale)): one compiled call per move.
