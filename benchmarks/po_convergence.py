@@ -129,6 +129,9 @@ def variant_steps(model, variant):
     elif variant.startswith("sw"):  # new, with N rounds of label moves per step
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=int(variant[2:]))]
+    elif variant.startswith("ts"):  # new, with N rounds of label moves per tuning step
+        with model:
+            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], tune_sweeps=int(variant[2:]))]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]

@@ -235,6 +235,11 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         to 1.04) and three rounds on none of 5 (R-hat <= 1.03; bulk ESS of the number of
         clusters 333--622 against 200--288 for one round), at 1.5 times the time per iteration
         of one round (``benchmarks/README.md``). Before the trajectories three rounds did not help.
+    tune_sweeps : int, optional
+        Rounds per step while PyMC tunes (default ``sweeps``). The partition a chain settles
+        in is decided during the annealed start (``anneal``); more rounds there cost tuning
+        time only, and the draws kept use ``sweeps`` rounds, so they are exact whatever this
+        is.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -278,6 +283,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         informed_split_merge: int = 0,
         sweep: bool = True,
         sweeps: int = 3,
+        tune_sweeps: int | None = None,
         anneal: int = 700,
         noise_moves: int = 0,
         noise_path: int = 10,
@@ -338,6 +344,13 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         if isinstance(sweeps, bool) or not isinstance(sweeps, Integral) or sweeps < 1:
             raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
         self.sweeps = int(sweeps)
+        if tune_sweeps is None:
+            tune_sweeps = self.sweeps
+        if isinstance(tune_sweeps, bool) or not isinstance(tune_sweeps, Integral):
+            raise TypeError(f"tune_sweeps must be a positive integer or None, got {tune_sweeps!r}")
+        if tune_sweeps < 1:
+            raise ValueError(f"tune_sweeps must be a positive integer or None, got {tune_sweeps}")
+        self.tune_sweeps = int(tune_sweeps)
         self._label_name = value_var.name
         self._utility_name = utility_value.name
         self._term = _ListTerm(model, lists_rv, utility_value, compile_kwargs)
@@ -518,7 +531,8 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
             return pool["draws"][pool["used"] - 1]
 
         merges = splits = refused = informed_merges = informed_splits = n_full = 0
-        for round_ in range(self.sweeps):  # U of the occupied slots is fixed throughout
+        rounds = self.tune_sweeps if self.tune else self.sweeps
+        for round_ in range(rounds):  # U of the occupied slots is fixed throughout
             if self.merge_split or self.informed_split_merge:
                 moves = _MergeSplitState(labels, ll, utilities, noise, theta, discount, next_draw)
                 if self.merge_split:
@@ -532,7 +546,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
             sweep = SweepState(labels, n_slots)
             if self.sweep:
                 born = self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
-                if round_ + 1 < self.sweeps:  # the next round reads every occupied column
+                if round_ + 1 < rounds:  # the next round reads every occupied column
                     for slot in set(born):
                         if sweep.counts[slot]:
                             ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)

@@ -155,11 +155,37 @@ def test_reproducible_and_cost_follows_the_occupied_slots():
     assert len(np.unique(runs[0])) > 1
 
 
+def test_tune_sweeps_apply_while_tuning_only(monkeypatch):
+    """``tune_sweeps`` rounds per step while PyMC tunes, ``sweeps`` afterwards (the kept draws'
+    kernel is the one the enumeration tests check)."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
+    step = pmc.PartialOrderLabelGibbs(
+        [model["cluster"]], model=model, rng=np.random.default_rng(1), sweeps=2, tune_sweeps=5
+    )
+    calls = []
+    sweep = step._sweep
+    monkeypatch.setattr(step, "_sweep", lambda *a: calls.append(1) or sweep(*a))
+    point = model.initial_point(random_seed=0)
+    step.tune = True
+    point, _ = step.step(point)
+    assert len(calls) == 5
+    step.stop_tuning()
+    step.step(point)
+    assert len(calls) == 5 + 2
+    default = pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, sweeps=4)
+    assert default.tune_sweeps == 4
+
+
 def test_bad_arguments():
     lists = [[0, 1, 2], [2, 1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
     with model, pytest.raises(ValueError, match="sweeps"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=0)
+    with pytest.raises(ValueError, match="tune_sweeps"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, tune_sweeps=0)
+    with pytest.raises(TypeError, match="tune_sweeps"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, tune_sweeps=2.0)
     with pytest.raises(ValueError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=0)
     with pytest.raises(TypeError, match="n_aux"):
