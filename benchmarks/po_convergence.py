@@ -126,9 +126,16 @@ def variant_steps(model, variant):
                     [model["cluster"]], informed_split_merge=int(variant[3:])
                 )
             ]
-    elif variant.startswith("sw"):  # new, with N rounds of label moves per step
+    elif variant.startswith("sw"):  # new, with N rounds of label moves per step (swNtM: M
+        sweeps, _, tune_sweeps = variant[2:].partition("t")  # rounds per step while tuning)
         with model:
-            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=int(variant[2:]))]
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"]],
+                    sweeps=int(sweeps),
+                    tune_sweeps=int(tune_sweeps) if tune_sweeps else None,
+                )
+            ]
     elif variant.startswith("ts"):  # new, with N rounds of label moves per tuning step
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], tune_sweeps=int(variant[2:]))]

@@ -225,16 +225,16 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         with their whole prior mass, at a cost per point that grows with ``max_clusters``)
         instead of the most clusters seen while tuning plus ``n_aux`` (each empty slot of
         the pool has ``1/(L - K)`` of the birth mass).
-    sweeps : int, default 3
+    sweeps : int, default 8
         Rounds of the label moves (merge--split proposals and the sweep) per step, with the
         occupied slots' utilities held. With the utilities' exact Hamiltonian trajectories
         (:class:`~pymc_crp.UtilityMetropolis`), more rounds keep the chains of the annealed
-        start in one partition more often and raise the ESS of the label summaries: on 1,000
-        simulated rankings (4 chains x (1,000 + 1,000)) one round split the chains on 1 of 4
-        sampler seeds (R-hat of the partition entropy 1.33), two rounds on none of 5 (R-hat up
-        to 1.04) and three rounds on none of 5 (R-hat <= 1.03; bulk ESS of the number of
-        clusters 333--622 against 200--288 for one round), at 1.5 times the time per iteration
-        of one round (``benchmarks/README.md``). Before the trajectories three rounds did not help.
+        start in one partition more often: on 1,000 simulated rankings (4 chains x (1,000 +
+        1,000)) one round split the chains between two partitions on 3 of 6 sampler seeds and
+        three rounds on none of 7, but R-hat of ``τ`` stayed up to 1.036. Eight rounds (with
+        the five list-free cycles of :class:`~pymc_crp.UtilityMeanGibbs`) gave R-hat <= 1.011
+        for every label summary, ``p``, ``τ``, ``ρ`` and the concentration on 4 of 4 seeds,
+        at 1.6--1.8 times the time of three rounds (``benchmarks/README.md``).
     tune_sweeps : int, optional
         Rounds per step while PyMC tunes (default ``sweeps``). The partition a chain settles
         in is decided during the annealed start (``anneal``); more rounds there cost tuning
@@ -282,7 +282,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         merge_split: int = 20,
         informed_split_merge: int = 0,
         sweep: bool = True,
-        sweeps: int = 3,
+        sweeps: int = 8,
         tune_sweeps: int | None = None,
         anneal: int = 700,
         noise_moves: int = 0,

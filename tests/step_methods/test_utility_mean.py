@@ -82,12 +82,12 @@ def test_collapsed_moves_validated():
 
 
 def test_cycles_default_and_validation():
-    """One cycle (the draw of U0 alone) by default; more where the lists read the slots
-    through their orders only, an error with item covariates."""
+    """Five cycles by default where the lists read the slots through their orders only; one
+    (the draw of U0 alone) with item covariates, where more are an error."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 1
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=5).cycles == 5
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 5
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=1).cycles == 1
     with pytest.raises(TypeError, match="cycles"):
         pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2.0)
     with pytest.raises(ValueError, match="cycles"):
