@@ -95,7 +95,7 @@ def joint_move_with_orders_only(model, **kwargs):
     ("n_slots", "path", "all_slots", "draws", "seed"),
     [
         (6, 3, False, 3000, 21),
-        (8, 3, True, 3000, 23),
+        pytest.param(8, 3, True, 3000, 23, marks=pytest.mark.slow),
         pytest.param(12, 6, False, 8000, 22, marks=pytest.mark.slow),
     ],
 )

@@ -125,7 +125,9 @@ def exact_rho_posterior(n_dims=3):
     return grid, stats.beta.pdf(grid, *RHO_PRIOR) * mix
 
 
-@pytest.mark.parametrize("move", ["slice", "metropolis"])
+@pytest.mark.parametrize(  # the Metropolis move is opt-in: slow run only
+    "move", ["slice", pytest.param("metropolis", marks=pytest.mark.slow)]
+)
 def test_single_order_rho_posterior_is_exact(move):
     model = pmc.models.partial_order(RHO_LISTS, 2, n_dims=3, noise=RHO_NOISE, rho_prior=RHO_PRIOR)
     step = None
@@ -186,6 +188,7 @@ def test_clustered_tau_posterior_is_exact():
     assert check_quantiles(draws, grid, np.ones_like(grid))  # power: the prior is rejected
 
 
+@pytest.mark.slow  # 45-80 s; rho and tau against quadrature stay in the default run (above)
 def test_prior_is_kept_when_lists_carry_no_information():
     """With noise p = 1 the likelihood is constant: rho ~ Beta(2, 2), tau ~ Uniform(0, 1)."""
     rng = np.random.default_rng(4)

@@ -84,6 +84,7 @@ def noise_mismatch(idata, mean_p, k=4.5, floor=0.002):
     return abs(draws.mean() - mean_p) > k * float(np.ravel(az.mcse(draws))[0]) + floor
 
 
+@pytest.mark.slow  # opt-in tempering; the cold chain against enumeration stays in the default run
 def test_tempered_steps_sample_prior_times_likelihood_to_the_power():
     """The label, utility and noise steps at ``likelihood_temperature = 0.5`` (no exchanges)
     have the stationary distribution prior × L^0.5 (``p ~ Beta(1, 9)`` integrated out)."""
