@@ -62,7 +62,11 @@ def sample(model, steps, draws, seed):
 
 
 @pytest.mark.parametrize(
-    ("n_slots", "path", "seed"), [(12, 4, 11), pytest.param(6, 8, 12, marks=pytest.mark.slow)]
+    ("n_slots", "path", "seed"),
+    [
+        pytest.param(12, 4, 11, marks=pytest.mark.slow),
+        pytest.param(6, 8, 12, marks=pytest.mark.slow),
+    ],
 )
 def test_joint_move_alone_samples_the_posterior(n_slots, path, seed):
     """12 slots: the pool (clusters seen + 2) is smaller than the slots, so its Hastings factor

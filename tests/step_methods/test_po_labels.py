@@ -274,9 +274,8 @@ def test_warning_when_tuning_ends_before_annealing(anneal, warns):
         assert warnings[0] is None
 
 
-@pytest.mark.parametrize(  # opt-in move: d = 0.4 (the discount terms) in the default run
-    "discount", [pytest.param(0.0, marks=pytest.mark.slow), 0.4]
-)
+@pytest.mark.slow  # opt-in move; the two-dimensional enumeration test stays in the default run
+@pytest.mark.parametrize("discount", [0.0, 0.4])
 def test_informed_split_merge_alone_matches_enumeration(discount):
     """Only the informed split--merge moves change the labels (no sweep, no blind
     merge--split): their restricted-scan proposals and densities give the exact posterior."""
