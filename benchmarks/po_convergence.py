@@ -136,9 +136,6 @@ def variant_steps(model, variant):
                     tune_sweeps=int(tune_sweeps) if tune_sweeps else None,
                 )
             ]
-    elif variant.startswith("ts"):  # new, with N rounds of label moves per tuning step
-        with model:
-            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], tune_sweeps=int(variant[2:]))]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
             step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
