@@ -92,12 +92,16 @@ def dependent_terms(model: Model, value_var, logps: dict | None = None, exclude=
     ]
 
 
-def prior_draw_function(model: Model, rvs, compile_kwargs: dict | None = None):
+def prior_draw_function(
+    model: Model, rvs, compile_kwargs: dict | None = None, batch: int | None = None
+):
     """Compile exact draws of ``rvs`` from their priors given the current values of parents.
 
     Returns ``(fn, rng)``: ``fn(point)`` gives the draws on the sampler's (transformed) scale,
     and ``rng`` is the shared generator to re-seed from the step's own generator before a call.
-    Each ``rv`` must be a plain :class:`RandomVariable`.
+    Each ``rv`` must be a plain :class:`RandomVariable`. ``batch``: each output gets a leading
+    axis of ``batch`` independent draws (one call instead of ``batch``; untransformed ``rvs``
+    only).
     """
     rng = pytensor.shared(np.random.default_rng(0), name="pymc_crp_refresh_rng")
     next_rng = rng
@@ -107,6 +111,12 @@ def prior_draw_function(model: Model, rvs, compile_kwargs: dict | None = None):
         if not isinstance(node.op, RandomVariable):
             raise TypeError(f"{rv.name} is not a plain RandomVariable")
         _, size, *params = node.inputs
+        if batch is not None:
+            if model.rvs_to_transforms.get(rv) is not None:
+                raise ValueError(f"batch needs an untransformed variable, got {rv.name}")
+            batch_shape = rv.shape[: rv.ndim - node.op.ndim_supp]
+            size = pt.concatenate([pt.as_tensor([batch], dtype="int64"), batch_shape])
+            (size,) = model.replace_rvs_by_values([size])
         params = model.replace_rvs_by_values(params)
         # Thread the generator through the draws so that each one uses fresh randomness.
         next_rng, draw = node.op.make_node(next_rng, size, *params).outputs

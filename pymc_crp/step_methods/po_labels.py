@@ -69,6 +69,11 @@ from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
 
 __all__ = ["PartialOrderLabelGibbs"]
 
+# Prior draws of one slot's utilities made per compiled call (the pool that split proposals and
+# auxiliary slots take fresh draws from): one call per step on most problems, instead of one
+# per ``L`` draws, whose fixed cost dominated the merge--split proposals on small data.
+_POOL_DRAWS = 256
+
 
 def anneal_factor(iteration: int, anneal: int) -> float:
     r"""The annealing factor of the label moves at tuning iteration ``t`` (0-based):
@@ -115,7 +120,9 @@ class _MergeSplitState:
         and, for a split (``c_i = c_j``), ``t`` a uniformly chosen empty slot (``-1`` if none is
         empty), else the slot of ``j``."""
         labels = self.labels
-        i, j = rng.choice(labels.shape[0], size=2, replace=False)
+        i = int(rng.integers(labels.shape[0]))
+        j = int(rng.integers(labels.shape[0] - 1))
+        j += j >= i
         s, t = int(labels[i]), int(labels[j])
         others = np.flatnonzero((labels == s) | (labels == t))
         others = others[(others != i) & (others != j)]
@@ -364,7 +371,9 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
             ],
             compile_kwargs,
         )
-        self._draw_fn, self._draw_rng = prior_draw_function(model, [utility_rv], compile_kwargs)
+        self._draw_fn, self._draw_rng = prior_draw_function(
+            model, [utility_rv], compile_kwargs, batch=-(-_POOL_DRAWS // self.n_slots)
+        )
         self._warned = False
         self._informed_setup(model, utility_rv, compile_kwargs, informed_split_merge)
         self.noise_all_slots = bool(noise_all_slots)
@@ -445,9 +454,11 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
         return accepted / self.noise_moves
 
     def _prior_draws(self, point) -> np.ndarray:
-        """``L`` independent draws of one slot's utilities from the slot prior."""
+        """At least ``_POOL_DRAWS`` (and ``L``) independent draws of one slot's utilities from
+        the slot prior, from one compiled call."""
         self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
-        return np.array(self._draw_fn(point)[0], dtype=np.float64)
+        draws = np.asarray(self._draw_fn(point)[0], dtype=np.float64)
+        return draws.reshape(-1, *draws.shape[2:])
 
     def _column(self, utilities, rows, noise) -> np.ndarray:
         """``β log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix;
@@ -525,7 +536,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
 
         def next_draw():
             """The next unused prior draw of one slot's utilities."""
-            if pool["used"] == n_slots:
+            if pool["used"] == pool["draws"].shape[0]:
                 pool["draws"], pool["used"] = self._prior_draws(point), 0
             pool["used"] += 1
             return pool["draws"][pool["used"] - 1]
@@ -552,8 +563,8 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
                             ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)
             n_full += int(sweep.state[N_FULL])
         empty = sweep.counts == 0
-        if empty.any():  # exact Gibbs draw of the empty slots' utilities
-            utilities[empty] = self._prior_draws(point)[empty]
+        if empty.any():  # exact Gibbs draw of the empty slots' utilities (unused pool draws)
+            utilities[empty] = np.stack([next_draw() for _ in range(int(np.sum(empty)))])
         point[self._label_name] = labels
         point[self._utility_name] = utilities
         n_full += refused
