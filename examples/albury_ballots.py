@@ -9,35 +9,32 @@ latent dimensions, CRP prior), samples 4 chains, and prints R-hat and ESS of the
 quantities, the point-estimate partition (the size of each cluster, its most common ballots and
 first preferences) and how sure the posterior is of it (co-clustering probabilities).
 
-Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, 2 shared cores; two
-runs gave the same draws): sampling 154-189 s; the VI point estimate over the 4,000 draws 93 s
-alone; 6 min 39 s for the whole script while another fit shared the cores. These runs had 64
-slots, the default then, all taken in 1.3% of the draws (the draws reach 67 clusters); the
-default is now 96 (never all taken; a re-run gave R-hat 1.18-1.41, bulk ESS 9-16, 120 s of
-sampling). The chains have NOT converged (the 64-slot run):
+Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, which on 2 CPUs
+run the chains in one process; the package's defaults of 2026-11-26: eight rounds of label moves
+per step, five list-free cycles of the U0 step): 294 s of sampling. The chains have NOT
+converged:
 
     quantity                 mean    sd     R-hat  bulk ESS
-    cluster_n_clusters       38.2    9.9    1.44    8
-    cluster_largest_cluster  183.6   35.5   1.50    8
-    cluster_entropy          2.81    0.26   1.76    6
-    p                        0.050   0.023  1.32   10
-    tau                      0.37    0.16   1.16   22
-    rho                      0.65    0.13   1.04   52
-    alpha                    6.5     2.3    1.29   11
+    cluster_n_clusters       36.6    7.9    1.023  122
+    cluster_largest_cluster  168.7   26.7   1.103   27
+    cluster_entropy          2.81    0.18   1.060   63
+    p                        0.041   0.020  1.089   37
+    tau                      0.41    0.18   1.036  117
+    rho                      0.61    0.15   1.071   60
+    alpha                    6.1     1.9    1.015  176
 
-(chain means of the number of clusters 28.8, 46.9, 35.8, 41.3). The VI point estimate has 64
-clusters: 13 of at least 5 ballots and 44 singletons (ballots the draws scatter over many
-clusters: 8 of the 15 JAC>KIN ballots are singletons and 7 sit in the APLIN bloc; two of them
-share a cluster with probability about 0.1). The large ones are voter blocs: 462 ballots headed
-by APLIN (Liberal, 412 first preferences; APL>WAD 73 times, APL>WAD>MAR>JAC>KIN 40: WADE and
-MARRA next, JACKSON and KING last), 211 headed by JACKSON (Labor, 194; JAC>KIN>MAR>WAD>APL 148
-times: Greens second, Liberal last), 146 whose common ballots put JACKSON, APLIN and KING in
-some order above MARRA and WADE (JACKSON 79, APLIN 38, KING 29 first), then 31 and 26 JACKSON-
-first ballots with WADE and MARRA second and third, and small clusters headed by WADE or KING.
-The clustering is uncertain: a ballot shares a cluster with its point-estimate mates with median
-probability 0.22, 31% of pairs of ballots have a co-clustering probability between 0.1 and 0.9,
-and the point estimates of single chains agree with adjusted Rand index 0.56-0.91. Read the
-three large blocs, not the small clusters.
+(R-hat 1.04-1.76 and bulk ESS 6-52 in an earlier version; chain means of the number of clusters
+35.5, 36.8, 36.2, 37.7; none of the draws took all 96 slots). The VI point estimate has 66
+clusters: 17 of at least 5 ballots and 49 singletons. The large ones are voter blocs: 429
+ballots headed by APLIN (Liberal, 412 first preferences; APL>WAD 73 times, APL>WAD>MAR>JAC>KIN
+40: WADE and MARRA next, JACKSON and KING last), 229 headed by JACKSON (Labor, 212;
+JAC>KIN>MAR>WAD>APL 148 times: Greens second, Liberal last), 110 whose common ballots put
+JACKSON, APLIN and KING in some order above MARRA and WADE (JACKSON 51, APLIN 38, KING 21
+first), then 36 and 31 JACKSON-first ballots with MARRA and WADE second and third, and small
+clusters headed by WADE or KING. The clustering is uncertain: a ballot shares a cluster with
+its point-estimate mates with median probability 0.27, 29% of pairs of ballots have a
+co-clustering probability between 0.1 and 0.9, and two identical ballots share a cluster with
+mean probability 0.57. Read the three large blocs, not the small clusters.
 
 Data: © State of New South Wales through the NSW Electoral Commission, licensed under CC BY 4.0
 (https://creativecommons.org/licenses/by/4.0/), via PrefLib data set 00058 "nswla". Changed:
