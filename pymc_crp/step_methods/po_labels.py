@@ -30,7 +30,8 @@ Assigned automatically to the labels of models built by
 :func:`pymc_crp.models.clustered_partial_orders` (CRP partition); it can be given explicitly
 (``pm.sample(step=[PartialOrderLabelGibbs([labels])])``) for any CRP label vector whose only
 label-dependent term is a ``PartialOrderLists`` over slot utilities that are a plain random
-variable with the same prior for every slot.
+variable with the same prior for every slot (a ``ValueError`` otherwise: a prior parameter may
+have a slot axis only if it is a constant equal along it).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from pymc.stats.convergence import SamplerWarning, WarningType
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
 
 from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
 from pymc_crp.core.lists import list_likelihood_cache, order_words
@@ -88,6 +91,30 @@ def anneal_factor(iteration: int, anneal: int) -> float:
         return 1.0
     x = min(1.0, (iteration + 1) / anneal)
     return 1.0 - (1.0 - x) ** 2
+
+
+def _check_same_slot_prior(utility_rv) -> None:
+    """Refuse slot utilities whose prior may differ between slots: the auxiliary slots and the
+    splits' new clusters take draws of one common slot prior. A parameter with a slot axis
+    passes if that axis is broadcastable or if the parameter is a constant equal along it."""
+    node = utility_rv.owner
+    batch_ndim = utility_rv.ndim - node.op.ndim_supp
+    for param, core_ndim in zip(node.inputs[2:], node.op.ndims_params, strict=True):
+        axis = param.ndim - core_ndim - batch_ndim  # the slot axis of this parameter
+        if axis < 0 or param.type.broadcastable[axis]:
+            continue
+        constant = not any(
+            v.owner is None and not isinstance(v, Constant) for v in graph_inputs([param])
+        )
+        if constant:
+            value = np.asarray(param.eval())
+            if np.array_equal(value, np.broadcast_to(value.take([0], axis=axis), value.shape)):
+                continue
+        raise ValueError(
+            f"PartialOrderLabelGibbs needs the same prior for every slot of {utility_rv.name}; "
+            f"a parameter of its prior has a slot axis of length {param.type.shape[axis]} "
+            "that may vary between slots (give it without the slot axis)"
+        )
 
 
 class _MergeSplitState:
@@ -335,6 +362,7 @@ class PartialOrderLabelGibbs(InformedSplitMerge, BlockedStep):
             )
         if model.rvs_to_transforms.get(utility_rv) is not None:
             raise ValueError(f"{utility_rv.name} must be untransformed")
+        _check_same_slot_prior(utility_rv)
         utility_value = model.rvs_to_values[utility_rv]
         self.vars = [value_var]
         self.rng = get_random_generator(rng)

@@ -211,6 +211,29 @@ def test_bad_arguments():
         assert pmc.PartialOrderLabelGibbs([z]).informed_split_merge == 0
 
 
+def test_slot_priors_that_may_differ_are_refused():
+    """The auxiliary slots and the splits draw from one common slot prior: a prior mean that
+    differs between slots (constant or a free variable) is refused; one equal along the slot
+    axis is accepted."""
+    lists = [[0, 1, 2], [2, 1, 0]]
+    per_slot = np.arange(4.0)[:, None, None] * np.ones((4, 3, 1))
+    for make_mean in (
+        lambda: per_slot,
+        lambda: pm.Normal("m", shape=(4, 1, 1)) * np.ones(3)[:, None],
+    ):
+        with pm.Model():
+            z = pmc.CRP("z", 1.0, max_clusters=4, n=2)
+            u = pmc.EquicorrelatedNormal("U", mu=make_mean(), rho=0.0)
+            pmc.PartialOrderLists("y", u, z, 0.1, observed=lists)
+            with pytest.raises(ValueError, match="same prior for every slot"):
+                pmc.PartialOrderLabelGibbs([z])
+    with pm.Model():
+        z = pmc.CRP("z", 1.0, max_clusters=4, n=2)
+        u = pmc.EquicorrelatedNormal("U", mu=np.ones((4, 3, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, 0.1, observed=lists)
+        pmc.PartialOrderLabelGibbs([z])
+
+
 def test_pitman_yor_discount_in_the_builder():
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
     fixed = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=0.5)
