@@ -172,6 +172,27 @@ def variant_steps(model, variant):
             ]
             if variant == "single":  # and one item sweep: the rule for large data
                 step.append(pmc.UtilityMetropolis([model["U"]], item_sweeps=1))
+    elif variant == "prev":  # the defaults before utility_moves and five updates of p
+        with model:
+            step = [
+                pmc.PartialOrderLabelGibbs([model["cluster"]], utility_moves=0),
+                pmc.HyperparameterMetropolis([model["p"]], repeats=1),
+            ]
+    elif variant.startswith("ilv"):  # new, N alternations of labels (8/N rounds) and U
+        n = int(variant[3:])
+        with model:
+            labels = pmc.PartialOrderLabelGibbs(
+                [model["cluster"]], sweeps=8 // n, anneal=700 * n, utility_moves=0
+            )  # the annealing counts calls: n per iteration
+            step = [_Repeated([labels, pmc.UtilityMetropolis([model["U"]])], n)]
+    elif variant.startswith("trep"):  # new, with N updates of tau per step
+        with model:
+            step = [
+                pmc.NonCentredHyperparameterMetropolis([model["tau"]], repeats=int(variant[4:]))
+            ]
+    elif variant.startswith("prep"):  # new, with N updates of p per step
+        with model:
+            step = [pmc.HyperparameterMetropolis([model["p"]], repeats=int(variant[4:]))]
     elif variant.startswith("noise"):  # new, with joint moves of p and the labels (path N)
         with model:
             step = [
@@ -389,19 +410,22 @@ def main():
         "--variants",
         nargs="+",
         default=["new"],
-        help="new (the default steps), gibbsN (coordinate Gibbs of N items per slot), cellsN "
-        "(N scans of within-interval utility draws; cells0 is the utility step before them), auxN "
-        "(N auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
-        "merge-split proposals per step, no annealing; ms0 is the label step before merge-split "
-        "and annealing), swN (N rounds of label moves per step), annN (label moves annealed "
-        "over N tuning steps), collN (N collapsed tau/rho moves per step of UtilityMeanGibbs), "
-        "isN (N item sweeps per UtilityMetropolis step), single (one item sweep and one "
-        "update of rho, tau and p per step: the rule for large data), repN (N updates of rho, "
-        "tau and p per step), noiseN (joint moves of p "
-        "and the labels along a path of N points), ordN (the joint move with the orders "
-        "following: N item sweeps at each of 10 points; ordNtT: T points; ordNall: every slot "
-        "in its pool), hmcN (N exact Hamiltonian trajectories of each slot's utilities), newL / "
-        "oldL (max_clusters=L); a+b joins the steps of a and b (e.g. sw2+hmc2)",
+        help="new (the default steps), prev (the defaults before utility_moves=1 and five "
+        "updates of p), gibbsN (coordinate Gibbs of N items per slot), cellsN (N scans of"
+        " within-interval utility draws; cells0 is the utility step before them), auxN (N"
+        " auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
+        "merge-split proposals per step, no annealing; ms0 is the label step before "
+        "merge-split and annealing), swN (N rounds of label moves per step), annN (label "
+        "moves annealed over N tuning steps), collN (N collapsed tau/rho moves per step "
+        "of UtilityMeanGibbs), isN (N item sweeps per UtilityMetropolis step), single "
+        "(one item sweep and one update of rho, tau and p per step: the rule for large "
+        "data), repN (N updates of rho, tau and p per step), prepN / trepN (N updates of "
+        "p / tau per step), ilvN (N alternations of the label step with 8/N rounds and "
+        "the utility step), noiseN (joint moves of p and the labels along a path of N "
+        "points), ordN (the joint move with the orders following: N item sweeps at each "
+        "of 10 points; ordNtT: T points; ordNall: every slot in its pool), hmcN (N exact "
+        "Hamiltonian trajectories of each slot's utilities), newL / oldL "
+        "(max_clusters=L); a+b joins the steps of a and b (e.g. sw2+hmc2)",
     )
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)

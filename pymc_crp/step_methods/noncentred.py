@@ -317,11 +317,12 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             and np.allclose(differences[:, 1], differences[:, 0], rtol=1e-9, atol=1e-8)
         )
 
-    def _update(self, point):
+    def _update(self, point, current: float | None = None):
         """One update: ``repeats`` centred random-walk moves (the utilities held, so no list
-        is evaluated), then the non-centred move."""
+        is evaluated), then the non-centred move (which changes the utilities, so the log
+        target after it is not returned)."""
         for _ in range(self.repeats):
-            point, (stats,) = super()._update(point)
+            point, (stats,), current = super()._update(point, current)
         if self.noncentred_move == "slice":
             point, accepted, evaluations = self._slice_move(point)
         else:
@@ -332,7 +333,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             "noncentred_scale": self.noncentred_scale,
             "noncentred_evaluations": evaluations,
         }
-        return point, [stats]
+        return point, [stats], None
 
     def _joint_logp(self, point) -> float:
         """Joint log-density of the terms a move changes, list likelihoods times ``β``."""

@@ -197,6 +197,7 @@ class ScalarMetropolis(ScalarStep):
         self._tuner = ScaleTuner(TARGET_ACCEPT, interval=self.tune_interval)
         logps = term_logps(model)
         children = dependent_terms(model, value_var, logps, exclude=(rv,))
+        self.reads_lists = any(is_list_term(c) for c in children)
         own = model.logp(vars=[rv], jacobian=False, sum=True)
         zero = pt.constant(0.0, dtype="float64")
         # Two parts: the list likelihoods (tempered by ``likelihood_temperature``) and the rest.
@@ -233,6 +234,14 @@ class ScalarMetropolis(ScalarStep):
         return -math.inf if math.isnan(total) else total
 
     def step(self, point):
+        point, stats, _ = self._walk(point)
+        return point, stats
+
+    def _walk(self, point, current: float | None = None):
+        """One random-walk update. ``current`` is the log target at the present value when the
+        caller knows it (the previous update of the same step, nothing else moved since), which
+        saves one evaluation of the children's densities. Returns the point, the stats and the
+        log target at the value the chain is at afterwards (``None`` if it was not evaluated)."""
         point = dict(point)
         value = float(point[self._value_name])
         theta = float(self._from_value(point[self._value_name]))
@@ -246,17 +255,18 @@ class ScalarMetropolis(ScalarStep):
                 )
             else:
                 proposed, log_hastings = move.theta, move.log_hastings
-            log_ratio = (
-                self._log_target(proposed, point) - self._log_target(theta, point) + log_hastings
-            )
-            accepted = accept(log_ratio, self.rng)
+            if current is None:
+                current = self._log_target(theta, point)
+            log_proposed = self._log_target(proposed, point)
+            accepted = accept(log_proposed - current + log_hastings, self.rng)
         if accepted:
             new_value = move.value if move.value is not None else self._to_value(proposed)
             point[self._value_name] = np.asarray(new_value, dtype=np.float64)
+            current = log_proposed
         if self.tune and self.adaptive:
             self.scale = self._tuner.record(self.scale, accepted)
         prefix = self.stats_prefix
-        return point, [{f"{prefix}accepted": accepted, f"{prefix}scale": self.scale}]
+        return point, [{f"{prefix}accepted": accepted, f"{prefix}scale": self.scale}], current
 
     def reset_tuning(self):
         self._tuner.reset()

@@ -106,6 +106,16 @@ def test_several_rounds_per_step_match_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
+def test_utility_moves_between_rounds_match_enumeration():
+    """``utility_moves=2`` with three rounds: a step of the private utility kernel between
+    every two rounds, the likelihood columns recomputed after it (Pitman--Yor, 8 slots)."""
+    z = sample_tiny(
+        n_slots=8, n_aux=2, discount=0.3, seed=17, draws=2000, sweeps=3, utility_moves=2
+    )
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
+    assert not mismatches(z, co, k_dist)
+
+
 def test_comparison_has_power(many_slots):
     """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
     would a sampler that ignores the discount."""
@@ -188,6 +198,10 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, tune_sweeps=2.0)
     with pytest.raises(ValueError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=0)
+    with pytest.raises(ValueError, match="utility_moves"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, utility_moves=-1)
+    with pytest.raises(TypeError, match="utility_moves"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, utility_moves=1.0)
     with pytest.raises(TypeError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=1.5)
     with pytest.raises(ValueError, match="merge_split"):

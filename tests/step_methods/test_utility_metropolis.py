@@ -237,6 +237,38 @@ def test_default_repeats_follow_the_list_entries():
     many = pmc.models.partial_order([[0, 1, 2, 3]] * 501, 4, n_dims=2, noise=0.1)
     assert pmc.UtilityMetropolis([many["U"]], model=many).item_sweeps == 1  # 2,004 entries
     assert pmc.HyperparameterMetropolis([many["rho"]], model=many).repeats == 1
+    clustered = pmc.models.clustered_partial_orders([[0, 1, 2, 3]] * 501, 4, n_dims=2)
+    assert pmc.HyperparameterMetropolis([clustered["p"]], model=clustered).repeats == 5
+
+
+def test_hyperparameter_repeats_share_the_present_evaluation(monkeypatch):
+    """``repeats`` updates of ``p`` evaluate the lists ``repeats + 1`` times, not twice each,
+    and give the draws of separate steps (the shared value is the same number)."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
+    point = model.initial_point(random_seed=0)
+    step = pmc.HyperparameterMetropolis(
+        [model["p"]], model=model, repeats=5, rng=np.random.default_rng(3)
+    )
+    single = pmc.HyperparameterMetropolis(
+        [model["p"]], model=model, repeats=1, rng=np.random.default_rng(3)
+    )
+    calls = []
+    target = pmc.HyperparameterMetropolis._log_target
+
+    def count(self, theta, pt):
+        calls.append(theta)
+        return target(self, theta, pt)
+
+    monkeypatch.setattr(pmc.HyperparameterMetropolis, "_log_target", count)
+    shared, _ = step.step(dict(point))
+    assert len(calls) == 6
+    calls.clear()
+    separate = dict(point)
+    for _ in range(5):
+        separate, _ = single.step(separate)
+    assert len(calls) == 10
+    np.testing.assert_array_equal(shared["p_logodds__"], separate["p_logodds__"])
 
 
 def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
@@ -263,9 +295,9 @@ def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
     step = pmc.NonCentredHyperparameterMetropolis([model["tau"]], model=model, repeats=3)
     centred, slice_move = pmc.HyperparameterMetropolis._update, step._slice_move
 
-    def count_centred(self, pt):
+    def count_centred(self, pt, current=None):
         calls["centred"] += 1
-        return centred(self, pt)
+        return centred(self, pt, current)
 
     def count_slice(pt):
         calls["noncentred"] += 1
