@@ -27,7 +27,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.model import modelcontext
 from pymc.pytensorf import compile as compile_pytensor
-from pymc.stats.convergence import SamplerWarning, WarningType
+from pymc.stats.convergence import SamplerWarning
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
@@ -50,7 +50,7 @@ from pymc_crp.core.mvnormal_math import mvn_collapsed_sweep, mvn_sample_posterio
 from pymc_crp.core.split_merge import split_merge_moves
 from pymc_crp.roles import find_model
 from pymc_crp.step_methods.conjugate import collapsible_slots, conjugate_slot, partner_slots
-from pymc_crp.step_methods.crp_gibbs import CRPGibbs
+from pymc_crp.step_methods.crp_gibbs import CRPGibbs, truncation_warning
 from pymc_crp.step_methods.model_graph import (
     compile_partition_prior,
     compile_point_function,
@@ -470,12 +470,8 @@ class ConjugateCRPGibbs(BlockedStep):
         }
         if n_full > 0 and not self._warned and not self.tune:
             self._warned = True
-            stats_out["warning"] = SamplerWarning(
-                WarningType.BAD_PARAMS,
-                f"ConjugateCRPGibbs: all {self.n_slots} slots of {self._label_name} were "
-                "occupied when a new cluster had prior mass, so the Chinese restaurant process "
-                "was truncated; increase max_clusters (stat 'slots_full')",
-                "warning",
+            stats_out["warning"] = truncation_warning(
+                "ConjugateCRPGibbs", self.n_slots, self._label_name
             )
         return stats_out
 

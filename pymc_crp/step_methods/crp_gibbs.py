@@ -52,6 +52,18 @@ from pymc_crp.step_methods.model_graph import (
 __all__ = ["CRPGibbs"]
 
 
+def truncation_warning(step_name: str, n_slots: int, label_name: str) -> SamplerWarning:
+    """The warning of a label step that found all ``n_slots`` slots occupied when a new
+    cluster had prior mass (the truncation of the CRP bit; once per chain, after tuning)."""
+    return SamplerWarning(
+        WarningType.BAD_PARAMS,
+        f"{step_name}: all {n_slots} slots of {label_name} were occupied when a new cluster had "
+        "prior mass, so the Chinese restaurant process was truncated; increase max_clusters "
+        "(the stat 'slots_full' marks the affected draws)",
+        "warning",
+    )
+
+
 class CRPGibbs(BlockedStep):
     r"""Exact Gibbs sweeps over the labels of a partition prior (Neal's Algorithm 8).
 
@@ -312,13 +324,7 @@ class CRPGibbs(BlockedStep):
         }
         if n_full > 0 and not self._warned and not self.tune:  # truncation after tuning
             self._warned = True
-            stats["warning"] = SamplerWarning(
-                WarningType.BAD_PARAMS,
-                f"CRPGibbs: all {self.n_slots} slots of {self._label_name} were occupied when a "
-                "new cluster had prior mass, so the Chinese restaurant process was truncated; "
-                "increase max_clusters (the stat 'slots_full' marks the affected draws)",
-                "warning",
-            )
+            stats["warning"] = truncation_warning("CRPGibbs", self.n_slots, self._label_name)
         if self.record_membership:  # flat (N·L,): PyMC's default trace stacks 1-D stats only
             probs = np.empty((self._n_obs, self.n_slots))
             full_conditionals(

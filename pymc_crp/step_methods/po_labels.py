@@ -60,6 +60,7 @@ from pymc_crp.distributions.partial_order_lists import (
 )
 from pymc_crp.distributions.partitions import CRPRV, CRPParams
 from pymc_crp.roles import LabelsRole, get_role
+from pymc_crp.step_methods.crp_gibbs import truncation_warning
 from pymc_crp.step_methods.list_terms import _ListTerm
 from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
@@ -494,12 +495,8 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
             stats["warning"] = SamplerWarning(WarningType.BAD_PARAMS, message, "warning")
         elif n_full > 0 and not self._warned and not self.tune:
             self._warned = True
-            stats["warning"] = SamplerWarning(
-                WarningType.BAD_PARAMS,
-                f"PartialOrderLabelGibbs: all {self.n_slots} slots of {self._label_name} were "
-                "occupied when a new cluster had prior mass, so the Chinese restaurant process "
-                "was truncated; increase max_clusters (the stat 'slots_full' marks the draws)",
-                "warning",
+            stats["warning"] = truncation_warning(
+                "PartialOrderLabelGibbs", self.n_slots, self._label_name
             )
         return point, [stats]
 

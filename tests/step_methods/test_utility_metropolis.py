@@ -241,38 +241,9 @@ def test_default_repeats_follow_the_list_entries():
     assert pmc.HyperparameterMetropolis([clustered["p"]], model=clustered).repeats == 5
 
 
-def test_hyperparameter_repeats_share_the_present_evaluation(monkeypatch):
-    """``repeats`` updates of ``p`` evaluate the lists ``repeats + 1`` times, not twice each,
-    and give the draws of separate steps (the shared value is the same number)."""
-    lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
-    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
-    point = model.initial_point(random_seed=0)
-    step = pmc.HyperparameterMetropolis(
-        [model["p"]], model=model, repeats=5, rng=np.random.default_rng(3)
-    )
-    single = pmc.HyperparameterMetropolis(
-        [model["p"]], model=model, repeats=1, rng=np.random.default_rng(3)
-    )
-    calls = []
-    target = pmc.HyperparameterMetropolis._log_target
-
-    def count(self, theta, pt):
-        calls.append(theta)
-        return target(self, theta, pt)
-
-    monkeypatch.setattr(pmc.HyperparameterMetropolis, "_log_target", count)
-    shared, _ = step.step(dict(point))
-    assert len(calls) == 6
-    calls.clear()
-    separate = dict(point)
-    for _ in range(5):
-        separate, _ = single.step(separate)
-    assert len(calls) == 10
-    np.testing.assert_array_equal(shared["p_logodds__"], separate["p_logodds__"])
-
-
 def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
-    """A ``p`` step with ``repeats=3`` is three steps with ``repeats=1``, draw for draw; a
+    """A ``p`` step with ``repeats=3`` is three steps with ``repeats=1``, draw for draw, and
+    evaluates the lists 4 times, not 6 (the updates share the value at the present ``p``); a
     ``tau`` step with ``repeats=3`` makes 3 x 3 centred and 3 non-centred moves."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=4)
@@ -283,11 +254,21 @@ def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
     three = pmc.HyperparameterMetropolis(
         [model["p"]], model=model, repeats=3, rng=np.random.default_rng(3)
     )
+    evaluations = {"one": 0, "three": 0}
+    target = pmc.HyperparameterMetropolis._log_target
+
+    def count(self, theta, pt):
+        evaluations["three" if self is three else "one"] += 1
+        return target(self, theta, pt)
+
+    monkeypatch.setattr(pmc.HyperparameterMetropolis, "_log_target", count)
     a, b = dict(point), dict(point)
     for _ in range(4):
         for _ in range(3):
             a, _ = one.step(a)
         b, _ = three.step(b)
+    assert evaluations == {"one": 4 * 3 * 2, "three": 4 * 4}
+    monkeypatch.undo()
     for name in point:
         np.testing.assert_array_equal(a[name], b[name])
     assert not np.array_equal(a["p_logodds__"], point["p_logodds__"])
