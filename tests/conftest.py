@@ -9,8 +9,8 @@ sys.path.insert(0, os.path.dirname(__file__))  # tests/oracles.py
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
 
 # The files that take longest (about 1–3 minutes of one worker each, measured with
-# ``--durations=0``). ``--dist loadfile`` hands files to the two workers in collection order,
-# so these go first: a long file handed out last would leave the other worker idle.
+# ``--durations=0``). They go first, so that their long tests start early and the workers'
+# stealing (``--dist worksteal``) balances the short tests at the end.
 LONGEST_FILES = (
     "test_po_labels.py",
     "test_sbc_partial_orders.py",
