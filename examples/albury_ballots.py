@@ -11,7 +11,8 @@ first preferences) and how sure the posterior is of it (co-clustering probabilit
 
 Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, which on 2 CPUs
 run the chains in one process; the package's defaults of 2026-11-26: eight rounds of label moves
-per step, five list-free cycles of the U0 step): 294 s of sampling. The chains have NOT
+per step, five list-free cycles of the U0 step; not re-run with the two groups of rounds and
+the five updates of p that followed): 294 s of sampling. The chains have NOT
 converged:
 
     quantity                 mean    sd     R-hat  bulk ESS
