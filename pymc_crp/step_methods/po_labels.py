@@ -199,8 +199,8 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
     sweeps : int, default 8
         Rounds of the label moves (merge--split proposals and the sweep) per step, the
         occupied slots' utilities held within each group of rounds (``utility_moves``). With
-        the utilities' exact Hamiltonian trajectories (:class:`~pymc_crp.UtilityMetropolis`),
-        more rounds keep the chains of the annealed
+        the utilities' exact Hamiltonian trajectories
+        (:class:`~pymc_crp.UtilityMetropolis`), more rounds keep the chains of the annealed
         start in one partition more often: on 1,000 simulated rankings (4 chains x (1,000 +
         1,000)) one round split the chains between two partitions on 3 of 6 sampler seeds
         and three rounds on none of 7, but R-hat of ``τ`` stayed up to 1.036. Eight rounds
@@ -221,7 +221,10 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         on 1,000 simulated rankings (4 chains x (1,000 + 1,000), one seed) one move between
         two groups of four rounds raised the bulk ESS per second of the number of clusters,
         the partition entropy, the log-likelihood and ``τ`` 1.34--1.95 times, at 1.2 times
-        the time per iteration (``benchmarks/README.md``). 0 makes all rounds at the utilities
+        the time per iteration (``benchmarks/README.md``). With these defaults the chains
+        held one partition on 3 of 4 seeds (on the fourth one chain settled in a partition
+        with a planted group split in two): the alternation raises the ESS within a
+        partition, not the odds of the annealed start. 0 makes all rounds at the utilities
         the step starts from.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
