@@ -38,7 +38,8 @@ with strong data the list moves change the slots' utilities slowly. The list-fre
 ``U0``, ``τ``, ``ρ`` and the slots within their orders are cheap, and repeating them lets
 ``τ`` travel at fixed orders. On 1,000 simulated rankings (``benchmarks/po_convergence.py``,
 4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every seeded run, about
-twofold (``benchmarks/README.md``).
+twofold, and ten cycles raised it again, 1.3–1.7 times per second of sampling on the same seeds
+(``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
 _COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
-_CYCLES = 5  # default cycles where the model allows them (benchmarks/README.md)
+_CYCLES = 10  # default cycles where the model allows them (benchmarks/README.md)
 
 
 class UtilityMeanGibbs(BlockedStep):
@@ -82,8 +83,9 @@ class UtilityMeanGibbs(BlockedStep):
         moves of the occupied slots (module docstring); one cycle is the draw of ``U0`` alone
         (no order-keeping moves). More than 1 needs lists that read the slots only through
         their orders (the builder records it: no item covariates), else a ``ValueError``.
-        Default (``None``): five where the model allows them, else one. Five cycles about
-        double the ESS of ``τ`` on 1,000 simulated rankings (``benchmarks/README.md``).
+        Default (``None``): ten where the model allows them, else one. On 1,000 simulated
+        rankings five cycles about double the ESS of ``τ`` against one, and ten give 1.3–1.7
+        times the ESS per second of five (``benchmarks/README.md``).
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """

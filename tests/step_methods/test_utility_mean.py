@@ -82,11 +82,11 @@ def test_collapsed_moves_validated():
 
 
 def test_cycles_default_and_validation():
-    """Five cycles by default where the lists read the slots through their orders only; one
+    """Ten cycles by default where the lists read the slots through their orders only; one
     (the draw of U0 alone) with item covariates, where more are an error."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 5
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 10
     assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=1).cycles == 1
     with pytest.raises(TypeError, match="cycles"):
         pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2.0)
