@@ -10,32 +10,34 @@ quantities, the point-estimate partition (the size of each cluster, its most com
 first preferences) and how sure the posterior is of it (co-clustering probabilities).
 
 Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, which on 2 CPUs
-run the chains in one process; the package's defaults of 2026-11-26: eight rounds of label moves
-per step, five list-free cycles of the U0 step; not re-run with the two groups of rounds and
-the five updates of p that followed): 294 s of sampling. The chains have NOT
-converged:
+run the chains in one process; the package's defaults of 2026-11-26 (twelfth session): eight
+rounds of label moves per step in two groups, five updates of p, ten list-free cycles of the U0
+step): 408 s of sampling. The chains have NOT converged:
 
     quantity                 mean    sd     R-hat  bulk ESS
-    cluster_n_clusters       36.6    7.9    1.023  122
-    cluster_largest_cluster  168.7   26.7   1.103   27
-    cluster_entropy          2.81    0.18   1.060   63
-    p                        0.041   0.020  1.089   37
-    tau                      0.41    0.18   1.036  117
-    rho                      0.61    0.15   1.071   60
-    alpha                    6.1     1.9    1.015  176
+    cluster_n_clusters       35.9    8.4    1.047   94
+    cluster_largest_cluster  178.9   29.2   1.049   62
+    cluster_entropy          2.77    0.19   1.110   29
+    p                        0.042   0.021  1.033   65
+    tau                      0.37    0.18   1.027  191
+    rho                      0.65    0.14   1.038  117
+    alpha                    6.0     2.0    1.035  129
 
-(R-hat 1.04-1.76 and bulk ESS 6-52 in an earlier version; chain means of the number of clusters
-35.5, 36.8, 36.2, 37.7; none of the draws took all 96 slots). The VI point estimate has 66
-clusters: 17 of at least 5 ballots and 49 singletons. The large ones are voter blocs: 429
+(with the defaults before the two groups of rounds, the five updates of p and the ten cycles,
+294 s: R-hat 1.015-1.103, bulk ESS 27-176; in an earlier version R-hat 1.04-1.76 and bulk ESS
+6-52. Chain means of the number of clusters 36.0, 34.2, 34.5, 38.7; none of the draws took all
+96 slots.) These ballots sit on the ridge of the number of clusters and the noise p described
+in the README: more moves per step did not make them converge. The VI point estimate has 72
+clusters: 10 of at least 5 ballots and 60 singletons. The large ones are voter blocs: 429
 ballots headed by APLIN (Liberal, 412 first preferences; APL>WAD 73 times, APL>WAD>MAR>JAC>KIN
-40: WADE and MARRA next, JACKSON and KING last), 229 headed by JACKSON (Labor, 212;
-JAC>KIN>MAR>WAD>APL 148 times: Greens second, Liberal last), 110 whose common ballots put
-JACKSON, APLIN and KING in some order above MARRA and WADE (JACKSON 51, APLIN 38, KING 21
-first), then 36 and 31 JACKSON-first ballots with MARRA and WADE second and third, and small
-clusters headed by WADE or KING. The clustering is uncertain: a ballot shares a cluster with
-its point-estimate mates with median probability 0.27, 29% of pairs of ballots have a
-co-clustering probability between 0.1 and 0.9, and two identical ballots share a cluster with
-mean probability 0.57. Read the three large blocs, not the small clusters.
+40: WADE and MARRA next, JACKSON and KING last), 163 headed by JACKSON (Labor, 150;
+JAC>KIN>MAR>WAD>APL 148 times: Greens second, Liberal last), 116 more headed by JACKSON (98) or
+KING (18) with the other of the two mostly second, 110 whose common ballots put JACKSON, APLIN and KING in some order above
+MARRA and WADE (JACKSON 51, APLIN 38, KING 21 first), then 33, 26 and 26 JACKSON-first ballots
+and small clusters headed by WADE or KING. The clustering is uncertain: a ballot shares a
+cluster with its point-estimate mates with median probability 0.27, 30% of pairs of ballots
+have a co-clustering probability between 0.1 and 0.9, and two identical ballots share a
+cluster with mean probability 0.58. Read the four large blocs, not the small clusters.
 
 Data: © State of New South Wales through the NSW Electoral Commission, licensed under CC BY 4.0
 (https://creativecommons.org/licenses/by/4.0/), via PrefLib data set 00058 "nswla". Changed:
