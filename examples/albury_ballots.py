@@ -32,12 +32,13 @@ clusters: 10 of at least 5 ballots and 60 singletons. The large ones are voter b
 ballots headed by APLIN (Liberal, 412 first preferences; APL>WAD 73 times, APL>WAD>MAR>JAC>KIN
 40: WADE and MARRA next, JACKSON and KING last), 163 headed by JACKSON (Labor, 150;
 JAC>KIN>MAR>WAD>APL 148 times: Greens second, Liberal last), 116 more headed by JACKSON (98) or
-KING (18) with the other of the two mostly second, 110 whose common ballots put JACKSON, APLIN and KING in some order above
-MARRA and WADE (JACKSON 51, APLIN 38, KING 21 first), then 33, 26 and 26 JACKSON-first ballots
-and small clusters headed by WADE or KING. The clustering is uncertain: a ballot shares a
-cluster with its point-estimate mates with median probability 0.27, 30% of pairs of ballots
-have a co-clustering probability between 0.1 and 0.9, and two identical ballots share a
-cluster with mean probability 0.58. Read the four large blocs, not the small clusters.
+KING (18) with the other of the two mostly second, 110 whose common ballots put JACKSON, APLIN
+and KING in some order above MARRA and WADE (JACKSON 51, APLIN 38, KING 21 first), then 33, 26
+and 26 JACKSON-first ballots and small clusters headed by WADE or KING. The clustering is
+uncertain: a ballot shares a cluster with its point-estimate mates with median probability 0.27,
+30% of pairs of ballots have a co-clustering probability between 0.1 and 0.9, and two identical
+ballots share a cluster with mean probability 0.58. Read the four large blocs, not the small
+clusters.
 
 Data: © State of New South Wales through the NSW Electoral Commission, licensed under CC BY 4.0
 (https://creativecommons.org/licenses/by/4.0/), via PrefLib data set 00058 "nswla". Changed:
