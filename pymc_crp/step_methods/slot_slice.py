@@ -41,19 +41,25 @@ from pymc_crp.step_methods.model_graph import (
 
 __all__ = ["SlotSliceSampler", "slice_slot_terms", "slice_slots"]
 
-_MAX_STEPS_OUT = 50
+_MAX_STEPS_OUT = 100  # m: stepping-out steps of one update, split at random between the ends
 _MAX_SHRINKS = 200
 
 
-def slice_slots(logf, x0: np.ndarray, active: np.ndarray, width: float, rng) -> tuple:
+def slice_slots(
+    logf, x0: np.ndarray, active: np.ndarray, width: float, rng, max_steps_out: int = _MAX_STEPS_OUT
+) -> tuple:
     r"""One slice-sampling update of every active coordinate of ``x0`` at once.
 
     ``logf(x)`` returns the log conditional density of each coordinate at its own value
     (the coordinates are conditionally independent). For each active ``j``: draw the level
     ``log y_j = logf(x0)_j - Exp(1)``, place an interval of width ``w`` at a uniform offset
-    around ``x0_j``, step it out by ``w`` while its ends are inside the slice, then draw
+    around ``x0_j``, step it out by ``w`` while its ends are inside the slice, at most
+    ``m - 1`` steps in all (``m = max_steps_out``), split at random between the ends
+    (``J = ⌊mV⌋`` to the left and ``m - 1 - J`` to the right, ``V ~ U(0, 1)``), then draw
     uniformly on it and shrink towards ``x0_j`` until a point of the slice is drawn (Neal,
-    2003, Figs. 3 and 5). Returns ``(x1, evaluations)``; inactive coordinates keep ``x0``.
+    2003, Figs. 3 and 5). The random split is what keeps the update reversible when the
+    limit binds (with a fixed limit per end it is not: ``tests/step_methods/test_slot_slice.py``).
+    Returns ``(x1, evaluations)``; inactive coordinates keep ``x0``.
     """
     x0 = np.asarray(x0, dtype=np.float64)
     f0 = logf(x0)
@@ -61,15 +67,19 @@ def slice_slots(logf, x0: np.ndarray, active: np.ndarray, width: float, rng) -> 
     log_y = f0 - rng.exponential(size=x0.shape)
     left = x0 - width * rng.random(x0.shape)
     right = left + width
-    for edge, sign in ((left, -1.0), (right, 1.0)):
-        stepping = active.copy()
-        for _ in range(_MAX_STEPS_OUT):
-            if not stepping.any():
-                break
+    steps_left = np.floor(max_steps_out * rng.random(x0.shape)).astype(np.int64)
+    for edge, sign, steps in (
+        (left, -1.0, steps_left),
+        (right, 1.0, max_steps_out - 1 - steps_left),
+    ):
+        stepping = active & (steps > 0)
+        while stepping.any():
             f_edge = logf(np.where(stepping, edge, x0))
             evals += 1
             stepping &= f_edge > log_y
             edge[stepping] += sign * width
+            steps = steps - stepping
+            stepping &= steps > 0
     x1 = x0.copy()
     pending = active.copy()
     for _ in range(_MAX_SHRINKS):
