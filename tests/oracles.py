@@ -519,3 +519,141 @@ def pair_counting_ari(a, b) -> float:
     expected = in_a * in_b / len(pairs)
     top = 0.5 * (in_a + in_b)
     return 1.0 if top == expected else float((both - expected) / (top - expected))
+
+
+def bivariate_normal_cdf(h, k, rho: float, one_minus_rho: float | None = None):
+    """``P(X <= h, Y <= k)`` of standard normals with correlation ``ρ``, by Owen's T function
+    (Owen 1956): ``½Φ(h) + ½Φ(k) - T(h, a_h) - T(k, a_k) - β`` with
+    ``a_h = (k - ρh) / (h√(1-ρ²))``, ``a_k = (h - ρk) / (k√(1-ρ²))`` and ``β = ½`` when
+    ``hk < 0``, else 0. ``one_minus_rho``: ``1 - ρ`` given exactly (for ``ρ`` near 1)."""
+    from scipy import special
+
+    one_minus = 1.0 - rho if one_minus_rho is None else one_minus_rho
+    root = math.sqrt(one_minus * (1.0 + rho))
+    h = np.where(h == 0.0, 1e-300, h)
+    k = np.where(k == 0.0, 1e-300, k)
+    beta = np.where(h * k > 0.0, 0.0, 0.5)
+    return (
+        0.5 * special.ndtr(h)
+        + 0.5 * special.ndtr(k)
+        - special.owens_t(h, (k - rho * h) / (h * root))
+        - special.owens_t(k, (h - rho * k) / (k * root))
+        - beta
+    )
+
+
+def exact_two_item_clustered_hyperposterior(
+    lists,
+    p,
+    rho_prior=(1.0, 1.0 / 6.0),
+    alpha_prior=(1.0, 1.0),
+    rho_logit_grid=None,
+    tau_logit_grid=None,
+    n_nodes: int = 24,
+    n_noise_nodes: int = 16,
+):
+    """Posterior of ``ρ``, ``τ``, ``α``, ``K`` (and a random ``p``) of the clustered
+    partial-order model on two items in two dimensions, by enumeration of the set partitions
+    and quadrature.
+
+    Model: ``U0_j ~ N(0, Σ_ρ)`` for items ``j = 0, 1``, ``U^{(a)}_j ~ N(τU0_j, (1-τ²)Σ_ρ)``,
+    ``Σ_ρ = (1-ρ)I + ρ11ᵀ``, ``ρ ~ Beta(rho_prior)``, ``τ ~ U(0, 1)``, ``α ~ Gamma(shape,
+    rate)``, the lists clustered by a CRP(``α``) with no truncation, each cluster's order the
+    dominance order of its slot (``0 > 1``, ``1 > 0`` or none), the lists queue-jumping with
+    noise ``p`` (a number, or ``(a, b)`` for ``p ~ Beta(a, b)``, integrated by Gauss--Legendre
+    quadrature with ``n_noise_nodes`` nodes). With ``D0 = U0_0 - U0_1 ~ N(0, 2Σ_ρ)`` and
+    ``m = τ D0 / √(2(1-τ²))``, a slot's order is ``0 > 1`` with probability ``Φ₂(m₁, m₂; ρ)``
+    and ``1 > 0`` with ``Φ₂(-m₁, -m₂; ρ)`` given ``D0`` (:func:`bivariate_normal_cdf`), the
+    slots independent given ``D0``; ``D0 = √(1+ρ) s (1, 1) + √(1-ρ) t (1, -1)`` with ``s, t``
+    standard normal is integrated by Gauss--Hermite quadrature (``n_nodes²`` nodes).
+
+    Returns ``{"rho": (logit ρ, density), "tau": (logit τ, density), "alpha": (log α,
+    density), "K": P(K = k) at index k}`` (and ``"p": (p, density)`` for a random ``p``), each
+    density on its grid's scale, normalised to sum 1 over the grid.
+    """
+    from scipy import special
+
+    n = len(lists)
+    relations = (
+        [[False, True], [False, False]],  # 0 > 1
+        [[False, False], [True, False]],  # 1 > 0
+        [[False, False], [False, False]],  # no relation
+    )
+    if isinstance(p, tuple):
+        x, w = np.polynomial.legendre.leggauss(n_noise_nodes)
+        noise = (x + 1.0) / 2.0
+        noise_w = w * noise ** (p[0] - 1.0) * (1.0 - noise) ** (p[1] - 1.0)
+    else:
+        noise, noise_w = np.array([float(p)]), np.ones(1)
+    v = np.linspace(-10.0, 50.0, 121) if rho_logit_grid is None else np.asarray(rho_logit_grid)
+    u = np.linspace(-10.0, 10.0, 81) if tau_logit_grid is None else np.asarray(tau_logit_grid)
+    nodes, gh = np.polynomial.hermite_e.hermegauss(n_nodes)
+    s, t = (x.ravel() for x in np.meshgrid(nodes, nodes, indexing="ij"))
+    node_w = np.outer(gh, gh).ravel() / gh.sum() ** 2
+    # Partitions grouped by the lists in their blocks: Σ Π (n_j - 1)! per number of blocks.
+    groups: dict[tuple, list] = {}
+    for blocks in set_partitions(n):
+        key = tuple(sorted(tuple(sorted(tuple(lists[i]) for i in b)) for b in blocks))
+        weight = math.prod(math.factorial(len(b) - 1) for b in blocks)
+        groups.setdefault(key, [0.0] * (n + 1))[len(blocks)] += weight
+    keys = list(groups)
+    # Block likelihoods under the three orders at each noise node: (noise, 3) per block.
+    block_lik = {}
+    for key in keys:
+        for block in key:
+            if block not in block_lik:
+                lik = [
+                    [
+                        math.prod(linear_extension_list_lik(r, y, q) for y in block)
+                        for r in relations
+                    ]
+                    for q in noise
+                ]
+                block_lik[block] = np.array(lik)
+    # alpha on a log grid: EPPF(c | α) = α^{K-1} / (α+1)_{N-1} · Π (n_j - 1)!.
+    log_alpha = np.linspace(-12.0, 6.0, 1801)
+    alpha = np.exp(log_alpha)
+    shape, rate = alpha_prior
+    rising = np.ones_like(alpha)
+    for i in range(1, n):
+        rising *= alpha + i
+    prior_alpha = alpha**shape * np.exp(-rate * alpha)  # Gamma density times the Jacobian α
+    per_k = np.array([prior_alpha * alpha ** (k - 1) / rising for k in range(n + 1)])
+    per_k[0] = 0.0
+    # lam[noise, key, v, u] = Σ_orders P(orders | τ, ρ) Π_blocks p(block | order).
+    lam = np.zeros((noise.size, len(keys), v.size, u.size))
+    tau = special.expit(u)
+    scale = (tau / np.sqrt(2.0 * special.expit(-u) * (1.0 + tau)))[:, None]
+    for i_rho, vv in enumerate(v):
+        rho, one_minus = special.expit(vv), special.expit(-vv)
+        d1 = math.sqrt(1.0 + rho) * s + math.sqrt(one_minus) * t
+        d2 = math.sqrt(1.0 + rho) * s - math.sqrt(one_minus) * t
+        up = bivariate_normal_cdf(scale * d1, scale * d2, rho, one_minus)  # (u, nodes)
+        down = bivariate_normal_cdf(-scale * d1, -scale * d2, rho, one_minus)
+        probs = np.stack([up, down, np.clip(1.0 - up - down, 0.0, 1.0)])
+        for i_noise in range(noise.size):
+            mixed = {b: np.tensordot(lik[i_noise], probs, axes=1) for b, lik in block_lik.items()}
+            for i_key, key in enumerate(keys):
+                integrand = math.prod((mixed[b] for b in key), start=np.ones_like(up))
+                lam[i_noise, i_key, i_rho] = integrand @ node_w
+    priors = (
+        noise_w[:, None, None, None]
+        * (special.expit(v) ** rho_prior[0] * special.expit(-v) ** rho_prior[1])[:, None]
+        * (tau * special.expit(-u))[None, :]  # uniform tau on the logit scale
+    )
+    joint = lam * priors
+    by_key_k = np.array([groups[key] for key in keys])  # (keys, K)
+    weights = joint * (by_key_k @ per_k.sum(axis=1))[None, :, None, None]
+    key_mass = joint.sum(axis=(0, 2, 3))
+    alpha_density = (by_key_k.T @ key_mass) @ per_k
+    k_dist = by_key_k.T @ key_mass * per_k.sum(axis=1)
+    total = weights.sum()
+    out = {
+        "rho": (v, weights.sum(axis=(0, 1, 3)) / total),
+        "tau": (u, weights.sum(axis=(0, 1, 2)) / total),
+        "alpha": (log_alpha, alpha_density / alpha_density.sum()),
+        "K": k_dist / k_dist.sum(),
+    }
+    if isinstance(p, tuple):
+        out["p"] = (noise, weights.sum(axis=(1, 2, 3)) / total)
+    return out
