@@ -2,7 +2,7 @@
 
     python benchmarks/sbc.py [--out sbc_output] [--size full] [--budget-minutes 68]
                              [--problems crp pitman_yor measurement_error partial_orders]
-                             [--workers 2]
+                             [--workers 2] [--seed S]
 
 Runs the SBC problems of ``tests/sbc`` (200 simulations each at ``--size full``) one after the
 other in this process, prints a chi-square uniformity test per parameter (acceptance:
@@ -11,6 +11,8 @@ output folder. The last problems get what is left of ``--budget-minutes`` and st
 when it runs out (the report says how many simulations were run). With ``--workers n`` each
 problem runs in ``n`` processes, the ``k``-th running the simulations ``s ≡ k (mod n)`` with
 the seeds a single process would give them, so the joined result is the same run.
+``--seed S`` replaces each problem's fixed seed (``tests/sbc``): another, independent set of
+simulated data sets, to tell a failure by chance from a repeatable one.
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ def run_shards(name, args, budget_minutes, out):
         ]  # fmt: skip
         if args.n_sims is not None:
             command += ["--n-sims", str(args.n_sims)]
+        if args.seed is not None:
+            command += ["--seed", str(args.seed)]
         procs.append(subprocess.Popen(command))
     if any(proc.wait() != 0 for proc in procs):
         raise RuntimeError(f"a shard of {name} failed")
@@ -102,6 +106,9 @@ def main(argv=None):
     parser.add_argument("--size", default="full", choices=["smoke", "full"])
     parser.add_argument("--budget-minutes", type=float, default=68.0)
     parser.add_argument("--n-sims", type=int, default=None)
+    parser.add_argument(
+        "--seed", type=int, default=None, help="replaces the problems' fixed seeds (tests/sbc)"
+    )
     parser.add_argument(
         "--problems",
         nargs="+",
@@ -145,6 +152,7 @@ def main(argv=None):
                 time_budget=left,
                 callback=progress,
                 shard=(0, 1) if args.shard is None else tuple(args.shard),
+                seed=args.seed,
             )
         total = time.perf_counter() - t0
         record = {

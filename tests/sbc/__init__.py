@@ -240,15 +240,17 @@ def run_problem(
     time_budget=None,
     callback=None,
     shard=(0, 1),
+    seed: int | None = None,
 ) -> SBCResult:
-    """Build problem ``name`` and run its SBC with the fixed seed of the problem."""
+    """Build problem ``name`` and run its SBC with the fixed seed of the problem (or ``seed``:
+    another set of simulations, independent of the fixed one)."""
     problem = make_problem(name, size)
     return run_sbc(
         problem.simulate,
         problem.fit,
         SIZES[size]["n_sims"] if n_sims is None else n_sims,
         n_keep=SIZES[size]["n_keep"],
-        seed=SEEDS[name],
+        seed=SEEDS[name] if seed is None else seed,
         time_budget=time_budget,
         callback=callback,
         shard=shard,
