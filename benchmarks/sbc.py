@@ -7,12 +7,13 @@
 Runs the SBC problems of ``tests/sbc`` (200 simulations each at ``--size full``) one after the
 other in this process, prints a chi-square uniformity test per parameter (acceptance:
 p > 0.01), and writes one rank histogram per problem (PNG) and the raw ranks (JSON) to the
-output folder. The last problems get what is left of ``--budget-minutes`` and stop early
-when it runs out (the report says how many simulations were run). With ``--workers n`` each
-problem runs in ``n`` processes, the ``k``-th running the simulations ``s ≡ k (mod n)`` with
-the seeds a single process would give them, so the joined result is the same run.
-``--seed S`` replaces each problem's fixed seed (``tests/sbc``): another, independent set of
-simulated data sets, to tell a failure by chance from a repeatable one.
+output folder, named with the seed under ``--seed``. The last problems get what is left of
+``--budget-minutes`` and stop early when it runs out (the report says how many simulations
+were run). With ``--workers n`` each problem runs in ``n`` processes, the ``k``-th running the
+simulations ``s ≡ k (mod n)`` with the seeds a single process would give them, so the joined
+result is the same run. ``--seed S`` replaces each problem's fixed seed (``tests/sbc``):
+another, independent set of simulated data sets, to tell a failure by chance from a
+repeatable one.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ def plot_ranks(name, result, tests, path):
     plt.close(fig)
 
 
+def seed_suffix(args) -> str:
+    """``_seed<S>`` in the output files' names with ``--seed S`` (the fixed seeds: none)."""
+    return "" if args.seed is None else f"_seed{args.seed}"
+
+
 def run_shards(name, args, budget_minutes, out):
     """Problem ``name`` in ``args.workers`` processes (``run_sbc(shard=(k, n))``), joined."""
     shard_dir = out / "shards"
@@ -94,7 +100,8 @@ def run_shards(name, args, budget_minutes, out):
         raise RuntimeError(f"a shard of {name} failed")
     parts = []
     for k in range(args.workers):
-        record = json.loads((shard_dir / f"sbc_{name}_{k}of{args.workers}.json").read_text())
+        path = shard_dir / f"sbc_{name}{seed_suffix(args)}_{k}of{args.workers}.json"
+        record = json.loads(path.read_text())
         fields = {key: record[key] for key in ("ranks", "n_draws", "seconds", "seed", "sims")}
         parts.append(SBCResult(params=list(record["ranks"]), **fields))
     return SBCResult.combine(parts)
@@ -125,6 +132,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers must be a positive integer, got {args.workers}")
+    if args.seed is not None and args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     problems = load_problems()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -166,14 +175,14 @@ def main(argv=None):
         }
         if args.shard is not None:  # a worker of run_shards: the raw ranks only
             k, n = args.shard
-            (out / f"sbc_{name}_{k}of{n}.json").write_text(json.dumps(record))
+            (out / f"sbc_{name}{seed_suffix(args)}_{k}of{n}.json").write_text(json.dumps(record))
             continue
         tests = result.tests()
         print(f"{name}: {result.n_sims} simulations in {total:.0f} s (incl. compilation)")
         print(result.summary(), flush=True)
-        plot_ranks(name, result, tests, out / f"sbc_{name}.png")
+        plot_ranks(name, result, tests, out / f"sbc_{name}{seed_suffix(args)}.png")
         record["pvalues"] = {k: t.pvalue for k, t in tests.items()}
-        (out / f"sbc_{name}.json").write_text(json.dumps(record, indent=1))
+        (out / f"sbc_{name}{seed_suffix(args)}.json").write_text(json.dumps(record, indent=1))
         failed += [f"{name}.{k}" for k, t in tests.items() if not t.pvalue > 0.01]
     if args.shard is not None:
         return 0

@@ -525,14 +525,15 @@ def bivariate_normal_cdf(h, k, rho: float, one_minus_rho: float | None = None):
     """``P(X <= h, Y <= k)`` of standard normals with correlation ``ρ``, by Owen's T function
     (Owen 1956): ``½Φ(h) + ½Φ(k) - T(h, a_h) - T(k, a_k) - β`` with
     ``a_h = (k - ρh) / (h√(1-ρ²))``, ``a_k = (h - ρk) / (k√(1-ρ²))`` and ``β = ½`` when
-    ``hk < 0``, else 0. ``one_minus_rho``: ``1 - ρ`` given exactly (for ``ρ`` near 1)."""
+    ``h`` and ``k`` have opposite signs, else 0 (a zero counts as positive).
+    ``one_minus_rho``: ``1 - ρ`` given exactly (for ``ρ`` near 1)."""
     from scipy import special
 
     one_minus = 1.0 - rho if one_minus_rho is None else one_minus_rho
     root = math.sqrt(one_minus * (1.0 + rho))
     h = np.where(h == 0.0, 1e-300, h)
     k = np.where(k == 0.0, 1e-300, k)
-    beta = np.where(h * k > 0.0, 0.0, 0.5)
+    beta = np.where((h > 0.0) == (k > 0.0), 0.0, 0.5)  # not h * k > 0, which underflows
     return (
         0.5 * special.ndtr(h)
         + 0.5 * special.ndtr(k)
@@ -568,8 +569,9 @@ def exact_two_item_clustered_hyperposterior(
     standard normal is integrated by Gauss--Hermite quadrature (``n_nodes²`` nodes).
 
     Returns ``{"rho": (logit ρ, density), "tau": (logit τ, density), "alpha": (log α,
-    density), "K": P(K = k) at index k}`` (and ``"p": (p, density)`` for a random ``p``), each
-    density on its grid's scale, normalised to sum 1 over the grid.
+    density), "K": P(K = k) at index k}`` (and ``"p"`` for a random ``p``), each
+    density on its grid's scale, normalised to sum 1 over the grid; ``"p"`` holds the
+    quadrature nodes of ``p`` and their posterior weights (for means, not a density).
     """
     from scipy import special
 

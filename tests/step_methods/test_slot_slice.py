@@ -4,8 +4,8 @@ Oracle: the draws start from the target itself, ``log X`` with ``X ~ Gamma(2, 1)
 ``e^{2y - e^y}`` on the log scale, skewed), in 20,000 independent coordinates; an exact update
 keeps that distribution after any number of updates. A width of 0.05 against a slice several
 units long makes the limit of 3 stepping-out steps bind in nearly every update. With a fixed
-limit at each end (the implementation before the random split) the same check gave a
-Kolmogorov--Smirnov p-value of 1e-84.
+limit at each end (the implementation before the random split) the same checks gave
+Kolmogorov--Smirnov p-values of 2e-35 (width 0.05) and 8e-67 (width 0.2).
 """
 
 import numpy as np
