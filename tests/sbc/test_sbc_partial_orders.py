@@ -7,7 +7,11 @@ Passes when the chi-square uniformity test of every parameter's ranks has p > 0.
 ``rho`` failed (p < 1e-4) while it had only the random walk with the utilities fixed (ESS
 about 5 per 1000 draws); with the interweaved non-centred move
 (:class:`pymc_crp.NonCentredHyperparameterMetropolis`) the 200-simulation run gives rho
-p = 0.41, tau 0.41, p 0.29, alpha 0.41, K 0.066 (docs/sbc.md).
+p = 0.41, tau 0.41, p 0.29, alpha 0.41, K 0.066 (docs/sbc.md). With the defaults of
+2026-11-26 (before the slice sampler's random split of the stepping-out limit, which changes
+the random stream) the full run gave rho p = 0.0071 and failed, while the same problem on 200
+other data sets (seed 3030) passed with rho 0.19, and an exact two-item test of the same steps
+agrees (docs/sbc.md): not re-run since.
 """
 
 import pytest
