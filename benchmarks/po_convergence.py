@@ -58,17 +58,16 @@ QUANTITIES = (
 )
 
 
-def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5):
-    """Full rankings from 5 planted partial orders; returns ``(lists, planted labels)``."""
+def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5, planted=False):
+    """Full rankings from 5 planted partial orders; returns ``(lists, planted labels)``, and
+    with ``planted`` also ``(U0, planted utilities)``."""
     u0 = rng.normal(size=(n_items, n_dims))
-    orders = [
-        partial_order_from_utilities(tau * u0 + np.sqrt(1 - tau**2) * rng.normal(size=u0.shape))
-        for _ in SHARES
-    ]
+    utilities = [tau * u0 + np.sqrt(1 - tau**2) * rng.normal(size=u0.shape) for _ in SHARES]
+    orders = [partial_order_from_utilities(u) for u in utilities]
     truth = rng.choice(len(SHARES), size=n_lists, p=SHARES)
     items = np.arange(n_items)
     lists = [sample_list(orders[a], items, p, rng).tolist() for a in truth]
-    return lists, truth
+    return (lists, truth, u0, utilities) if planted else (lists, truth)
 
 
 def total_loglik(model, idata):

@@ -32,22 +32,21 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
-from po_convergence import SHARES, in_default_order  # noqa: E402
+from po_convergence import SHARES, in_default_order, simulate  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
-from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
+from pymc_crp.posets import partial_order_from_utilities  # noqa: E402
 
 N_LISTS, N_ITEMS, N_DIMS, NOISE, TAU = 1000, 10, 3, 0.1, 0.5
 
 
 def split_state(seed=2015):
     """``(lists, labels, planted utilities, U0, halves)`` of the split start."""
-    rng = np.random.default_rng(seed)
-    u0 = rng.normal(size=(N_ITEMS, N_DIMS))
-    planted = [TAU * u0 + np.sqrt(1 - TAU**2) * rng.normal(size=u0.shape) for _ in SHARES]
+    lists, truth, u0, planted = simulate(
+        N_LISTS, np.random.default_rng(seed), N_ITEMS, N_DIMS, NOISE, TAU, planted=True
+    )
+    lists = np.array(lists)
     orders = [partial_order_from_utilities(u) for u in planted]
-    truth = rng.choice(len(SHARES), size=N_LISTS, p=SHARES)
-    lists = np.array([sample_list(orders[g], np.arange(N_ITEMS), NOISE, rng) for g in truth])
     members = np.flatnonzero(truth == 0)  # the largest planted group
     position = np.argsort(lists, axis=1)
     pairs = [
