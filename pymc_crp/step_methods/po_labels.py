@@ -70,6 +70,7 @@ from pymc_crp.step_methods.model_graph import (
     term_logps,
 )
 from pymc_crp.step_methods.noise_labels import NoisePathMove, noise_path_variable
+from pymc_crp.step_methods.po_annealed_split_merge import AnnealedSplitMerge
 from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge, SplitMergeState
 from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
 from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
@@ -133,7 +134,7 @@ class PartialOrderLabelState(StepMethodState):
     _between_utilities: Any  # the UtilityMetropolis between groups of rounds, or None
 
 
-class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
+class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, AnnealedSplitMerge, BlockedStep):
     """Algorithm 8 label sweeps for clustered partial orders (see the module docstring).
 
     Parameters
@@ -151,6 +152,15 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         simulated rankings one proposal per step cost 2.3x the time per iteration and was
         accepted once in 8,000 steps once the chains had left the annealed start
         (``benchmarks/po_convergence.py``, variant ``inf1``).
+    annealed_split_merge : float, default 0
+        Split--merge proposals per step along annealed paths between the split and the
+        merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`; a fraction is the
+        probability of one proposal), made once per step before the first round; needs an
+        equicorrelated normal slot prior. They merge clusters whose orders refine a common
+        order in opposite ways, which no other move does.
+    annealed_levels : int, default 50
+        ``T``, the levels of those paths (each proposal costs ``T - 1`` scans of both slots'
+        utilities over the two clusters' lists).
     anneal : int, default 700
         While tuning, the label moves see the lists' log-likelihoods times
         ``β = 1 - (1 - x)^2``, ``x = min(1, (t + 1)/anneal)``, at tuning iteration ``t``
@@ -254,6 +264,8 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         "splits": (np.int64, []),
         "informed_merges": (np.int64, []),
         "informed_splits": (np.int64, []),
+        "annealed_merges": (np.int64, []),
+        "annealed_splits": (np.int64, []),
         "slots_full": (bool, []),
         "noise_path_accepted": (np.float64, []),
         "warning": (SamplerWarning, None),
@@ -267,6 +279,8 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         n_aux: int = 3,
         merge_split: int = 20,
         informed_split_merge: int = 0,
+        annealed_split_merge: float = 0.0,
+        annealed_levels: int = 50,
         sweep: bool = True,
         sweeps: int = 8,
         tune_sweeps: int | None = None,
@@ -366,16 +380,21 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
             model, [utility_rv], compile_kwargs, batch=-(-_POOL_DRAWS // self.n_slots)
         )
         self._warned = False
-        self._informed_setup(model, utility_rv, compile_kwargs, informed_split_merge)
+        self._annealed_check(annealed_split_merge, annealed_levels)
+        self._informed_setup(
+            model, utility_rv, compile_kwargs, {"informed_split_merge": informed_split_merge},
+            {"annealed_split_merge": self.annealed_split_merge},
+        )  # fmt: skip
         self.noise_all_slots = bool(noise_all_slots)
         self._noise_setup(
             model, lists_rv, noise_moves, noise_path, noise_scale, compile_kwargs,
             utility_rv, noise_item_sweeps,
         )  # fmt: skip
-        if not sweep and merge_split == 0 and self.informed_split_merge == 0 and not noise_moves:
+        if not (sweep or merge_split or self.informed_split_merge or self.annealed_split_merge
+                or noise_moves):  # fmt: skip
             raise ValueError(
-                "sweep=False needs merge_split, informed_split_merge or noise_moves > 0 (no "
-                "label move is left)"
+                "sweep=False needs merge_split, informed_split_merge, annealed_split_merge or "
+                "noise_moves > 0 (no label move is left)"
             )
 
     def _noise_setup(
@@ -470,16 +489,18 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         noise = float(self._term.noise_fn(point))
         rounds = self.tune_sweeps if self.tune else self.sweeps
         groups = [g.size for g in np.array_split(np.arange(rounds), self.utility_moves + 1)]
-        tally = np.zeros(6, dtype=np.int64)  # merges, splits, refused, informed x 2, full
+        tally = np.zeros(8, dtype=np.int64)  # merges, splits, refused, informed x2, full, annealed x2
         for group, n_rounds in enumerate(g for g in groups if g):
             if group:  # the utilities' update between groups of rounds (an exact kernel)
                 point[self._label_name] = labels
                 point[self._utility_name] = utilities
                 utilities = self._update_utilities(point)
             sweep = self._label_rounds(
-                point, labels, utilities, noise, theta, discount, n_rounds, tally
+                point, labels, utilities, noise, theta, discount, n_rounds, tally, group == 0
             )
-        merges, splits, refused, informed_merges, informed_splits, n_full = (int(v) for v in tally)
+        merges, splits, refused, informed_merges, informed_splits, n_full = (
+            int(v) for v in tally[:6]
+        )
         point[self._label_name] = labels
         point[self._utility_name] = utilities
         n_full += refused
@@ -489,6 +510,8 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
             "splits": splits,
             "informed_merges": informed_merges,
             "informed_splits": informed_splits,
+            "annealed_merges": int(tally[6]),
+            "annealed_splits": int(tally[7]),
             "slots_full": n_full > 0,
             "noise_path_accepted": noise_accept,
             "warning": None,
@@ -513,7 +536,9 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
         point.update(kernel.step(point)[0])
         return np.array(point[self._utility_name], dtype=np.float64, copy=True)
 
-    def _label_rounds(self, point, labels, utilities, noise, theta, discount, rounds, tally):
+    def _label_rounds(
+        self, point, labels, utilities, noise, theta, discount, rounds, tally, first_group
+    ):
         """``rounds`` rounds of merge--split proposals and Algorithm 8 sweeps with the occupied
         slots' utilities held, then the exact Gibbs draw of the empty slots' utilities (labels
         and utilities in place; ``tally`` adds merges, splits, refused splits, informed merges
@@ -541,14 +566,19 @@ class PartialOrderLabelGibbs(PriorSplitMerge, InformedSplitMerge, BlockedStep):
             return pool["draws"][pool["used"] - 1]
 
         for round_ in range(rounds):  # U of the occupied slots is fixed throughout
-            if self.merge_split or self.informed_split_merge:
+            annealed = first_group and round_ == 0 and self.annealed_split_merge > 0
+            if self.merge_split or self.informed_split_merge or annealed:
                 moves = SplitMergeState(labels, ll, utilities, noise, theta, discount, next_draw)
                 if self.merge_split:
                     tally[:3] += self._merge_split(moves)
-                if self.informed_split_merge:
-                    more = self._informed_moves(moves, point)
-                    tally[3:5] += more[:2]
-                    tally[2] += more[2]
+                for active, propose, at in (
+                    (self.informed_split_merge, self._informed_moves, 3),
+                    (annealed, self._annealed_moves, 6),
+                ):
+                    if active:
+                        more = propose(moves, self._slot_prior(point))
+                        tally[at : at + 2] += more[:2]
+                        tally[2] += more[2]
             sweep = SweepState(labels, n_slots)
             if self.sweep:
                 born = self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)

@@ -111,20 +111,23 @@ class InformedSplitMerge:
     """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: the moves of the module docstring.
     Reads the step's ``_term``, ``_column``, ``_beta``, ``rng`` and merge--split state."""
 
-    def _informed_setup(self, model, utility_rv, compile_kwargs, count) -> None:
-        """Check and store ``informed_split_merge = count``; compile the slot prior's
-        parameters if it is positive (the moves need the equicorrelated normal conditionals).
-        """
-        if isinstance(count, bool) or not isinstance(count, Integral):
-            raise TypeError(f"informed_split_merge must be a non-negative integer, got {count!r}")
-        if count < 0:
-            raise ValueError(f"informed_split_merge must be a non-negative integer, got {count}")
-        self.informed_split_merge = int(count)
-        if not count:
+    def _informed_setup(self, model, utility_rv, compile_kwargs, counts, others=None) -> None:
+        """Check and store the proposal counts ``counts`` (a dict: option name to count, e.g.
+        ``informed_split_merge``) as attributes; compile the slot prior's parameters if one of
+        them or of the already checked ``others`` is positive (the moves need the
+        equicorrelated normal conditionals)."""
+        for option, count in counts.items():
+            if isinstance(count, bool) or not isinstance(count, Integral):
+                raise TypeError(f"{option} must be a non-negative integer, got {count!r}")
+            if count < 0:
+                raise ValueError(f"{option} must be a non-negative integer, got {count}")
+            setattr(self, option, int(count))
+        wanted = [option for option, count in {**counts, **(others or {})}.items() if count]
+        if not wanted:
             return
         if not isinstance(utility_rv.owner.op, EquicorrelatedNormalRV):
             raise ValueError(
-                f"informed_split_merge needs an EquicorrelatedNormal slot prior; "
+                f"{wanted[0]} needs an EquicorrelatedNormal slot prior; "
                 f"{utility_rv.name} has {utility_rv.owner.op}"
             )
         params = EquicorrelatedNormalParams.from_rv(utility_rv)
@@ -141,9 +144,12 @@ class InformedSplitMerge:
         )
         self._scores = list_position_scores(self._term.lists, self._term.contains.shape[1])
 
-    def _informed_moves(self, moves, point) -> tuple[int, int, int]:
+    def _slot_prior(self, point) -> _SlotPriorParams:
+        """The slot prior at ``point``."""
+        return _SlotPriorParams(*(np.asarray(v) for v in self._slot_prior_fn(point)))
+
+    def _informed_moves(self, moves, prior) -> tuple[int, int, int]:
         """``self.informed_split_merge`` proposals; returns ``(merges, splits, refused)``."""
-        prior = _SlotPriorParams(*(np.asarray(v) for v in self._slot_prior_fn(point)))
         merges = splits = refused = 0
         for _ in range(self.informed_split_merge):
             members, s, t, split = moves.pick_pair(self.rng)
