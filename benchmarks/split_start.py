@@ -11,15 +11,20 @@ planted labels and utilities. Then 2 chains x (``--iterations``/2 tuning + the s
 iterations of the default steps with ``anneal=0`` (``β = 1`` from the start), for each label
 step given with ``--variants``:
 
-- ``default``: ``PartialOrderLabelGibbs`` with its defaults;
-- ``infN``: plus ``informed_split_merge=N``.
+- ``default``: ``PartialOrderLabelGibbs`` with its defaults (``annealed_split_merge=0.05``);
+- ``infN``: plus ``informed_split_merge=N``;
+- ``annR``: with ``annealed_split_merge=R`` (proposals per step; ``ann0``: the moves off, the
+  label step of the fourteenth session).
 
 Printed per variant and chain: the fraction of iterations in which the two halves' modal
 clusters are the same (the split merged) and the first such iteration, and the number of
 clusters at the start and the end; then the ratio of the merged fractions against
 ``default``.
 
-    python benchmarks/split_start.py --iterations 300 --variants default inf1
+    python benchmarks/split_start.py --iterations 300 --variants default ann0 inf1
+
+``--probe-levels 20 50 100`` instead prints the log-weights of annealed merge paths of the two
+halves (:mod:`pymc_crp.step_methods.po_annealed_split_merge`) with those numbers of levels.
 """
 
 from __future__ import annotations
@@ -79,10 +84,12 @@ def run(variant, iterations, seed, state):
     start = np.random.default_rng(seed).normal(scale=0.5, size=(n_slots, N_ITEMS, N_DIMS))
     start[: len(utilities)] = utilities
     informed = int(variant[3:]) if variant.startswith("inf") else 0
+    annealed = float(variant[3:]) if variant.startswith("ann") else None
     with model:
         step = pmc.PartialOrderLabelGibbs(
-            [model["cluster"]], anneal=0, informed_split_merge=informed
-        )
+            [model["cluster"]], anneal=0, informed_split_merge=informed,
+            annealed_split_merge=annealed,
+        )  # fmt: skip
         began = time.perf_counter()
         idata = pm.sample(
             iterations // 2,
@@ -116,15 +123,80 @@ def run(variant, iterations, seed, state):
     return float(np.mean(merged))
 
 
+def probe_merges(levels, paths, seed, state):
+    """Log-weights of annealed merge paths of the two halves at the split start (the path
+    term of the acceptance ratio of ``annealed_split_merge``; the choice terms add about
+    -3 here), for each number of levels in ``levels``."""
+    from pymc.initial_point import make_initial_point_fn
+
+    from pymc_crp.step_methods.po_annealed_split_merge import _Path, annealing_levels
+    from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
+
+    lists, labels, utilities, u0, (first, second) = state
+    model = pmc.models.clustered_partial_orders(lists.tolist(), N_ITEMS, n_dims=N_DIMS)
+    n_slots = model.initial_point()["U"].shape[0]
+    start = np.random.default_rng(seed).normal(scale=0.5, size=(n_slots, N_ITEMS, N_DIMS))
+    start[: len(utilities)] = utilities
+    values = {"cluster": labels, "U": start, "U0": u0, "p": NOISE, "tau": TAU}
+    point = make_initial_point_fn(
+        model=model, overrides=values, jitter_rvs=set(), return_transformed=True
+    )(0)
+    s, t = labels[first[0]], labels[second[0]]
+    for n_levels in levels:
+        with model:
+            step = pmc.PartialOrderLabelGibbs(
+                [model["cluster"]], annealed_split_merge=1, annealed_levels=n_levels
+            )
+        step.tune, step._beta = False, 1.0
+        step.rng = np.random.default_rng(seed)
+        theta, discount = (float(v) for v in step._prior_params_fn(point))
+        noise = float(step._term.noise_fn(point))
+        ll = np.zeros((labels.size, n_slots))
+        for slot in np.unique(labels):
+            ll[:, slot] = step._column(start[slot], np.arange(labels.size), noise)
+        prior = step._slot_prior(point)
+        for _ in range(paths):
+            moves = SplitMergeState(
+                labels.copy(), ll.copy(), start.copy(), noise, theta, discount,
+                lambda step=step: step._prior_draws(point)[0],
+            )  # fmt: skip
+            members = step._members(first, second)
+            sides = (labels[members] == t).astype(np.int64)
+            path = _Path(
+                members, sides, start[s].copy(), start[t].copy(), ll[members, s].copy(),
+                ll[members, t].copy(), step._side_logs(members),
+            )  # fmt: skip
+            n_clusters = int(np.unique(labels).size) - 1
+            betas = annealing_levels(n_levels)
+            log_weight, began = 0.0, time.perf_counter()
+            for k in range(1, betas.size):
+                log_weight += step._increment(path, moves, n_clusters, betas[k - 1], betas[k])
+                if k < betas.size - 1:
+                    step._path_scan(path, moves, prior, float(betas[k]), reverse=False)
+            print(
+                f"T = {n_levels}: merge path log-weight {log_weight:.1f} "
+                f"({time.perf_counter() - began:.1f} s; merged lists' log-likelihood "
+                f"{path.ll_s.sum():.1f}, split {ll[first, s].sum() + ll[second, t].sum():.1f})"
+            )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=300, help="per chain (half tuning)")
     parser.add_argument("--seed", type=int, default=1, help="random_seed of pm.sample")
     parser.add_argument("--variants", nargs="+", default=["default"])
+    parser.add_argument(
+        "--probe-levels", type=int, nargs="*", default=[],
+        help="instead of sampling: log-weights of merge paths of the halves with these T",
+    )  # fmt: skip
+    parser.add_argument("--paths", type=int, default=2, help="merge paths per T (probe)")
     args = parser.parse_args()
     if args.iterations < 2:
         parser.error("--iterations must be at least 2")
     state = split_state()
+    if args.probe_levels:
+        probe_merges(args.probe_levels, args.paths, args.seed, state)
+        return
     results = {v: run(v, args.iterations, args.seed, state) for v in args.variants}
     base = results.get("default")
     for variant, fraction in results.items():

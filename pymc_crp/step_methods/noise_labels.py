@@ -39,20 +39,23 @@ It needs ``p`` to be a scalar free variable whose only child is the lists' term.
 from __future__ import annotations
 
 import math
+from numbers import Integral
 
 import numpy as np
 from pymc.util import get_value_vars_from_user_vars
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.noise_path import noise_path, pool_loglik, pool_sweep
-from pymc_crp.step_methods.metropolis import accept
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsParams
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
     term_logps,
 )
+from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
 
-__all__ = ["NoisePathMove", "noise_path_variable"]
+__all__ = ["NoiseLabelMoves", "NoisePathMove", "noise_path_variable"]
 
 
 def noise_path_variable(model, lists_rv, noise):
@@ -210,3 +213,76 @@ def _log_pool_count(n_slots: int, n_occupied: int, pool_size: int) -> float:
     """``log C(L - K, |A| - K)``, the number of pools that hold ``K`` given occupied slots."""
     n, k = n_slots - n_occupied, pool_size - n_occupied
     return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+class NoiseLabelMoves:
+    """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: its options ``noise_*`` and the
+    joint moves of ``p`` and the labels (:class:`NoisePathMove`) made at the start of a step.
+    Reads the step's ``rng``, ``tune``, ``n_slots``, ``n_aux``, ``_beta``, ``_term`` and
+    ``noise_all_slots``."""
+
+    def _noise_setup(
+        self, model, lists_rv, noise_moves, noise_path, noise_scale, compile_kwargs, utility_rv,
+        item_sweeps,
+    ):  # fmt: skip
+        for option, value, least in (
+            ("noise_moves", noise_moves, 0),
+            ("noise_path", noise_path, 1),
+            ("noise_item_sweeps", item_sweeps, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, Integral) or value < least:
+                raise ValueError(f"{option} must be an integer >= {least}, got {value!r}")
+        if not (np.isfinite(noise_scale) and noise_scale > 0):
+            raise ValueError(f"noise_scale must be a positive number, got {noise_scale!r}")
+        self.noise_moves = int(noise_moves)
+        self.noise_scale = float(noise_scale)
+        self._noise_pool = 0  # the pool of slots of the joint move: set while tuning
+        self._noise_tuner = ScaleTuner(0.3)
+        self._noise_move = None
+        self._noise_utilities = None
+        for option, value in (
+            ("noise_item_sweeps", item_sweeps),
+            ("noise_all_slots", self.noise_all_slots),
+        ):
+            if value and not self.noise_moves:
+                raise ValueError(f"{option} needs noise_moves > 0 (the path it acts on)")
+        if not self.noise_moves:
+            return
+        noise = PartialOrderListsParams.from_rv(lists_rv).noise
+        value_var = noise_path_variable(model, lists_rv, noise)
+        if value_var is None:
+            raise ValueError(
+                f"noise_moves needs the lists' noise to be a scalar free variable whose only "
+                f"child is {lists_rv.name}; got {getattr(noise, 'name', None) or noise}"
+            )
+        if item_sweeps:
+            self._noise_utilities = UtilityMetropolis(
+                [utility_rv], item_sweeps=int(item_sweeps), cell_sweeps=0, column_moves=0,
+                hmc_trajectories=0, model=model, compile_kwargs=compile_kwargs,
+            )  # fmt: skip
+        self._noise_move = NoisePathMove(
+            model, noise, value_var, self._term, self.n_slots, noise_path, compile_kwargs,
+            self._label_name, self._noise_utilities,
+        )  # fmt: skip
+
+    def _noise_moves(self, point, labels, utilities, theta, discount) -> float:
+        """The joint moves of ``p`` and the labels (in place); their acceptance rate."""
+        if self._noise_move is None:
+            return np.nan
+        if self.tune:  # the pool: the most clusters seen while tuning, plus n_aux empty slots
+            k = int(np.count_nonzero(np.bincount(labels, minlength=self.n_slots)))
+            self._noise_pool = max(self._noise_pool, k + self.n_aux)
+        if self._noise_utilities is not None:
+            self._noise_utilities.tune = self.tune
+        pool_size = self.n_slots if self.noise_all_slots else self._noise_pool
+        accepted = 0
+        for _ in range(self.noise_moves):
+            accepted += self._noise_move.move(
+                self.rng, point, labels, utilities, self._beta, theta, discount,
+                self.noise_scale, pool_size,
+            )[0]  # fmt: skip
+        if self.tune:
+            self.noise_scale = self._noise_tuner.record(
+                self.noise_scale, accepted, self.noise_moves
+            )
+        return accepted / self.noise_moves

@@ -46,7 +46,14 @@ class Held(BlockedStep):
 def joint_move_only(model, **kwargs):
     with model:
         labels = pmc.PartialOrderLabelGibbs(
-            [model["z"]], n_aux=2, merge_split=0, anneal=0, sweep=False, noise_moves=1, **kwargs
+            [model["z"]],
+            n_aux=2,
+            merge_split=0,
+            annealed_split_merge=0,
+            anneal=0,
+            sweep=False,
+            noise_moves=1,
+            **kwargs,
         )
         utilities = pmc.UtilityMetropolis([model["U"]])
         held = Held(model.rvs_to_values[model["p"]])
@@ -88,7 +95,8 @@ def joint_move_with_orders_only(model, **kwargs):
     empty slots from their prior)."""
     with model:
         labels = pmc.PartialOrderLabelGibbs(
-            [model["z"]], n_aux=2, merge_split=0, anneal=0, sweep=False, noise_moves=1,
+            [model["z"]], n_aux=2, merge_split=0, annealed_split_merge=0, anneal=0, sweep=False,
+            noise_moves=1,
             noise_item_sweeps=1, **kwargs,
         )  # fmt: skip
         held = [Held(model.rvs_to_values[model[name]]) for name in ("U", "p")]

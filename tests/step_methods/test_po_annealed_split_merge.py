@@ -1,0 +1,121 @@
+"""Annealed split--merge moves of PartialOrderLabelGibbs: exact against enumeration (the
+oracle of ``test_po_labels``), their choice probabilities and side distributions against
+brute force, and their arguments."""
+
+import itertools
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+from oracles import exact_clustered_dominance_orders, exact_clustered_total_orders
+from scipy.special import logsumexp
+from test_po_labels import LISTS, N_ITEMS, P_NOISE, mismatches, sample_tiny
+
+import pymc_crp as pmc
+from pymc_crp.step_methods.po_annealed_split_merge import (
+    annealing_levels,
+    g_power,
+    list_positions,
+    merge_pair_log_probs,
+    pair_side_logs,
+)
+
+
+@pytest.mark.parametrize(
+    "discount, n_dims, levels",
+    [
+        (0.4, 1, 6),
+        pytest.param(0.0, 1, 3, marks=pytest.mark.slow),
+        pytest.param(0.0, 2, 4, marks=pytest.mark.slow),
+    ],
+)
+def test_annealed_split_merge_alone_matches_enumeration(discount, n_dims, levels):
+    """Only the annealed split--merge moves change the labels (no sweep, no other
+    merge--split): their paths of side and coordinate Gibbs draws, importance weights and
+    choice probabilities give the exact posterior, for few and for more levels. (Without the
+    1/2 of the move type in the merge's ratio, ``P(K = 2)`` came out 0.301 against 0.427.)"""
+    z = sample_tiny(
+        n_slots=6, n_aux=1, discount=discount, seed=23, sweep=False, merge_split=0,
+        annealed_split_merge=2, annealed_levels=levels, draws=1500, n_dims=n_dims,
+    )  # fmt: skip
+    exact = exact_clustered_total_orders if n_dims == 1 else exact_clustered_dominance_orders
+    co, k_dist = exact(LISTS, N_ITEMS, P_NOISE, 1.0, discount)
+    assert not mismatches(z, co, k_dist)
+    if n_dims == 1:
+        wrong = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.4 - discount)
+    else:
+        wrong = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0)
+    assert mismatches(z, *wrong)  # the test has power
+
+
+def test_merge_pair_log_probs_against_brute_force():
+    rng = np.random.default_rng(1)
+    labels = np.array([0, 0, 2, 2, 2, 5, 5, 0])
+    ll = rng.normal(-5.0, 2.0, size=(labels.size, 7))
+    occupied = np.array([0, 2, 5])
+    log_probs = merge_pair_log_probs(ll, labels, occupied)
+    expected = np.full((3, 3), -np.inf)
+    for (x, s), (y, t) in itertools.permutations(enumerate(occupied), 2):
+        in_s, in_t = labels == s, labels == t
+        expected[x, y] = (
+            ll[in_t, s].mean() - ll[in_t, t].mean() + ll[in_s, t].mean() - ll[in_s, s].mean()
+        )
+    expected -= logsumexp(expected)
+    np.testing.assert_allclose(log_probs, expected)
+    assert math.isclose(logsumexp(log_probs), 0.0, abs_tol=1e-12)
+
+
+def test_pair_side_logs_follow_the_pairs_the_anchors_order_apart():
+    lists = np.array([[0, 1, 2], [2, 1, 0], [1, 0, 2], [2, -1, -1], [0, 2, -1]])
+    positions = list_positions(lists, 3)
+    np.testing.assert_array_equal(positions[2], [1, 0, 2])
+    np.testing.assert_array_equal(positions[3], [-1, -1, 0])
+    log0, log1 = pair_side_logs(positions, 0.1)
+    # anchors [0,1,2] and [2,1,0] order every pair apart: (0,1), (0,2), (1,2) after the
+    # uniform component
+    assert log1.shape == (5, 4)
+    np.testing.assert_allclose(np.exp(log0) + np.exp(log1), 1.0)
+    np.testing.assert_allclose(np.exp(log1[:, 0]), 0.5)
+    np.testing.assert_allclose(np.exp(log1[2, 1:]), [0.9, 0.1, 0.1])  # 1 before 0 only
+    np.testing.assert_allclose(np.exp(log1[3, 1:]), [0.5, 0.5, 0.5])  # one item: no pair
+    np.testing.assert_allclose(np.exp(log1[4, 1:]), [0.5, 0.1, 0.5])  # 0 before 2
+    np.testing.assert_allclose(np.exp(log1[1, 1:]), 0.9)  # b's side for b
+    same = pair_side_logs(list_positions(lists[[0, 0, 2]], 3), 0.1)[1]
+    assert same.shape == (3, 1)  # equal anchors order no pair apart: uniform sides only
+
+
+def test_levels_and_the_power_of_g():
+    levels = annealing_levels(8)
+    assert levels[0] == 0.0 and levels[-1] == 1.0
+    assert np.all(np.diff(levels) > 0)
+    np.testing.assert_allclose(levels + levels[::-1], 1.0)
+    assert g_power(0.0) == 0.0 and g_power(0.125) == 0.5 and g_power(0.25) == g_power(0.9) == 1
+
+
+def test_arguments_defaults_and_stats():
+    model = pmc.models.clustered_partial_orders([[0, 1, 2], [2, 1, 0], [1, 0]], 3, n_dims=1)
+    with model:
+        step = pmc.PartialOrderLabelGibbs([model["cluster"]])
+        assert step.annealed_split_merge == 0.05 and step.annealed_levels == 50
+        for bad in (-0.1, "1", True, np.nan):
+            with pytest.raises(ValueError, match="annealed_split_merge"):
+                pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_split_merge=bad)
+        for bad in (1, 2.5, True):
+            with pytest.raises(ValueError, match="annealed_levels"):
+                pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_levels=bad)
+        idata = pm.sample(
+            20, tune=5, chains=1, random_seed=1, progressbar=False,
+            step=[pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_split_merge=1.5,
+                                             annealed_levels=3)],
+            compute_convergence_checks=False,
+        )  # fmt: skip
+    made = idata.sample_stats["annealed_merges"] + idata.sample_stats["annealed_splits"]
+    assert int(made.sum()) > 0  # 1.5 proposals a step on three lists: some are accepted
+    with pm.Model():  # the moves need the equicorrelated slot prior's conditionals
+        z = pmc.CRP("z", 1.0, max_clusters=4, n=2)
+        u = pm.Normal("u", 0.0, 1.0, shape=(4, 3, 1))
+        pmc.PartialOrderLists("y", u, z, 0.1, observed=[[0, 1, 2], [2, 1, 0]])
+        assert pmc.PartialOrderLabelGibbs([z]).annealed_split_merge == 0.0  # off by default
+        with pytest.raises(ValueError, match="annealed_split_merge needs an EquicorrelatedNormal"):
+            pmc.PartialOrderLabelGibbs([z], annealed_split_merge=0.1)
