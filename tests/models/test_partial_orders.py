@@ -4,6 +4,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from mc_checks import quantile_failures
 from oracles import exact_two_item_clustered_hyperposterior
 from scipy import special
 
@@ -116,30 +117,6 @@ def test_single_order_recovers_planted_relations():
     assert float(idata.posterior["p"].mean()) < 0.15
 
 
-def _cumulative_integral(density):
-    """Normalised CDF of ``density`` on a uniform grid, each interval integrated by the
-    quadratic through it and a neighbour (``(5f_i + 8f_{i+1} - f_{i+2}) h / 12``; the last
-    interval mirrored), an error of order ``h⁴`` per interval against the trapezoid's ``h³``."""
-    pieces = np.empty(density.size - 1)
-    pieces[:-1] = 5.0 * density[:-2] + 8.0 * density[1:-1] - density[2:]
-    pieces[-1] = -density[-3] + 8.0 * density[-2] + 5.0 * density[-1]
-    cdf = np.concatenate([[0.0], np.cumsum(pieces)])
-    return cdf / cdf[-1]
-
-
-def _quantile_failures(draws, grid, density, k=4.0, probs=(0.1, 0.25, 0.5, 0.75, 0.9)):
-    """The probabilities ``P(x <= q)`` at the exact quantiles ``q`` (of ``density`` on the
-    uniform ``grid``) that the draws miss by more than ``k`` Monte Carlo SEs + 0.005."""
-    cdf = _cumulative_integral(density)
-    failures = []
-    for prob in probs:
-        below = (draws <= np.interp(prob, cdf, grid)).astype(float)
-        mcse = float(np.ravel(az.mcse(below))[0])
-        if abs(below.mean() - prob) > k * mcse + 0.005:
-            failures.append((prob, round(below.mean(), 4), round(mcse, 4)))
-    return failures
-
-
 @pytest.mark.slow  # about 4 minutes: the oracle's quadrature and 2 x 3,000 iterations
 def test_default_steps_match_the_exact_hyperposterior_on_two_items():
     """Every default step of the clustered model at once, with ``ρ``, ``τ``, ``α``, ``p`` and
@@ -180,7 +157,7 @@ def test_default_steps_match_the_exact_hyperposterior_on_two_items():
         "alpha": np.log(post["alpha"].values),
     }
     for name, values in draws.items():
-        assert not _quantile_failures(values, *exact[name]), name
+        assert not quantile_failures(values, *exact[name]), name
     noise_grid, noise_weights = exact["p"]
     p_draws = post["p"].values
     p_mcse = float(np.ravel(az.mcse(p_draws))[0])
@@ -192,7 +169,7 @@ def test_default_steps_match_the_exact_hyperposterior_on_two_items():
         assert abs(hit.mean() - exact["K"][k]) < 4.0 * mcse + 0.005, k
     # Power: the prior of rho, Beta(1, 1/6), is rejected (its quartiles on the logit scale).
     prior_density = special.expit(exact["rho"][0]) * special.expit(-exact["rho"][0]) ** (1 / 6)
-    assert _quantile_failures(draws["rho"], exact["rho"][0], prior_density)
+    assert quantile_failures(draws["rho"], exact["rho"][0], prior_density)
 
 
 @pytest.mark.parametrize(

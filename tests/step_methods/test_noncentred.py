@@ -16,10 +16,10 @@ incomparable):
 
 import math
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from mc_checks import quantile_failures
 from oracles import eppf, set_partitions
 from scipy import stats
 
@@ -42,23 +42,8 @@ def lists_likelihood(lists, noise):
 
 
 def check_quantiles(draws, grid, density, k=4.5):
-    """Mean and P(x <= q) at the exact quartiles agree within ``k`` Monte Carlo SEs."""
-    cdf = np.cumsum(density)
-    cdf /= cdf[-1]
-    weights = density / density.sum()
-    exact_mean = float(np.sum(grid * weights))
-    mean_draws = draws.mean()
-    mcse = float(np.ravel(az.mcse(draws))[0])
-    failures = []
-    if abs(mean_draws - exact_mean) > k * mcse:
-        failures.append(("mean", mean_draws, exact_mean, mcse))
-    for prob in (0.25, 0.5, 0.75):
-        q = np.interp(prob, cdf, grid)
-        indicator = (draws <= q).astype(float)
-        mcse = float(np.ravel(az.mcse(indicator))[0])
-        if abs(indicator.mean() - prob) > k * mcse + 0.005:
-            failures.append((prob, indicator.mean(), mcse))
-    return failures
+    """Mean and ``P(x <= q)`` at the exact quartiles agree within ``k`` Monte Carlo SEs."""
+    return quantile_failures(draws, grid, density, k, (0.25, 0.5, 0.75), check_mean=True)
 
 
 def sample(model, seed, draws=4000, step=None):
