@@ -135,11 +135,13 @@ def variant_steps(model, variant):
                     tune_sweeps=int(tune_sweeps) if tune_sweeps else None,
                 )
             ]
-    elif variant.startswith("asm"):  # new, with R annealed split-merge proposals per step
+    elif variant.startswith("asm"):  # new, R annealed split-merge proposals per step (tuning too)
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]], annealed_split_merge=float(variant[3:])
+                    [model["cluster"]],
+                    annealed_split_merge=float(variant[3:]),
+                    tune_annealed_split_merge=float(variant[3:]),
                 )
             ]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps

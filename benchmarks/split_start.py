@@ -88,7 +88,7 @@ def run(variant, iterations, seed, state):
     with model:
         step = pmc.PartialOrderLabelGibbs(
             [model["cluster"]], anneal=0, informed_split_merge=informed,
-            annealed_split_merge=annealed,
+            annealed_split_merge=annealed, tune_annealed_split_merge=annealed,
         )  # fmt: skip
         began = time.perf_counter()
         idata = pm.sample(

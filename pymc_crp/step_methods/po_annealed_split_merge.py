@@ -225,19 +225,24 @@ class AnnealedSplitMerge:
     Reads the step's ``_term``, ``_column``, ``_beta``, ``rng`` and the slot prior of
     :class:`~pymc_crp.step_methods.po_split_merge.InformedSplitMerge`."""
 
-    def _annealed_check(self, rate, levels) -> None:
-        """Check and store ``annealed_split_merge = rate`` and ``annealed_levels = levels``."""
-        if isinstance(rate, bool) or not isinstance(rate, Real) or not rate >= 0:
-            raise ValueError(f"annealed_split_merge must be a number >= 0, got {rate!r}")
+    def _annealed_check(self, rate, tune_rate, levels) -> None:
+        """Check and store ``annealed_split_merge = rate``, ``tune_annealed_split_merge =
+        tune_rate`` and ``annealed_levels = levels``."""
+        for option, value in (
+            ("annealed_split_merge", rate),
+            ("tune_annealed_split_merge", tune_rate),
+        ):
+            if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
+                raise ValueError(f"{option} must be a number >= 0, got {value!r}")
         if isinstance(levels, bool) or not isinstance(levels, Integral) or levels < 2:
             raise ValueError(f"annealed_levels must be an integer >= 2, got {levels!r}")
         self.annealed_split_merge = float(rate)
+        self.tune_annealed_split_merge = float(tune_rate)
         self.annealed_levels = int(levels)
 
-    def _annealed_moves(self, moves, prior) -> tuple[int, int, int]:
-        """``annealed_split_merge`` proposals on average (its whole part, plus one with the
-        probability of its fraction); returns ``(merges, splits, refused)``."""
-        rate = self.annealed_split_merge
+    def _annealed_moves(self, moves, prior, rate) -> tuple[int, int, int]:
+        """``rate`` proposals on average (its whole part, plus one with the probability of its
+        fraction); returns ``(merges, splits, refused)``."""
         count = int(rate) + int(self.rng.random() < rate - int(rate))
         merges = splits = refused = 0
         for _ in range(count):

@@ -26,9 +26,11 @@ merges reuse the cached likelihood columns and cost no list likelihoods. A step 
 ``sweeps`` rounds of both, in ``utility_moves + 1`` groups with a step of a private
 :class:`~pymc_crp.UtilityMetropolis` on the slot utilities between groups: each group and
 each utility step leaves the posterior invariant, so their composition does too.
-``informed_split_merge`` adds split--merge proposals whose new cluster's utilities are fitted
-to its lists by a restricted Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`; off by
-default, measured not to pay).
+``annealed_split_merge`` adds, now and then, split--merge proposals along annealed paths
+between the split and the merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`),
+which merge a group split by an incomparable pair of items; ``informed_split_merge`` adds
+split--merge proposals whose new cluster's utilities are fitted to its lists by a restricted
+Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`; off by default, measured not to pay).
 
 Assigned automatically to the labels of models built by
 :func:`pymc_crp.models.clustered_partial_orders` (CRP partition); it can be given explicitly
@@ -82,8 +84,9 @@ __all__ = ["PartialOrderLabelGibbs"]
 # auxiliary slots take fresh draws from): one call per step on most problems, instead of one
 # per ``L`` draws, whose fixed cost dominated the merge--split proposals on small data.
 _POOL_DRAWS = 256
-# Annealed split--merge proposals per step by default (one every 20 steps).
-ANNEALED_SPLIT_MERGE = 0.05
+# Annealed split--merge proposals per step by default: while tuning (once the annealed start's
+# factor reaches ANNEALED_FROM) and after.
+TUNE_ANNEALED_SPLIT_MERGE, ANNEALED_SPLIT_MERGE, ANNEALED_FROM = 0.05, 0.01, 0.75
 
 
 def anneal_factor(iteration: int, anneal: int) -> float:
@@ -160,13 +163,19 @@ class PartialOrderLabelGibbs(
     annealed_split_merge : float, optional
         Split--merge proposals per step along annealed paths between the split and the
         merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`; a fraction is the
-        probability of one proposal), made before the first round; they need an equicorrelated
-        normal slot prior (as in :func:`~pymc_crp.models.clustered_partial_orders`). Default:
-        0.05 with such a prior, else 0. They merge two clusters whose orders refine a common
-        order in opposite ways (a group split by an incomparable pair of items), which no
-        other move does: on 1,000 simulated rankings with a planted group of 351 lists split
-        in two (``benchmarks/split_start.py``) both chains merged it within 20 and 118
-        iterations with 0.05, none in 300 without, at 1.18 times the time.
+        probability of one proposal), made before the first round once tuning is over; they
+        need an equicorrelated normal slot prior (as in
+        :func:`~pymc_crp.models.clustered_partial_orders`). Default: 0.01 with such a prior,
+        else 0. They merge two clusters whose orders refine a common order in opposite ways (a
+        group split by an incomparable pair of items), which no other move does: on 1,000
+        simulated rankings with a planted group of 351 lists split in two
+        (``benchmarks/split_start.py``) both chains merged it within 20 and 118 iterations
+        with 0.05, none in 300 without, at 1.18 times the time.
+    tune_annealed_split_merge : float, optional
+        The same while tuning, from the iteration where the annealed start's factor reaches
+        0.75 (the clusters have formed; before that the proposals would cost most and decide
+        nothing). Default: 0.05 with an equicorrelated normal slot prior, else 0. A chain of
+        the annealed start that settles with a group split in two is merged here.
     annealed_levels : int, default 50
         ``T``, the levels of those paths (each proposal costs ``T - 1`` scans of both slots'
         utilities over the two clusters' lists).
@@ -289,6 +298,7 @@ class PartialOrderLabelGibbs(
         merge_split: int = 20,
         informed_split_merge: int = 0,
         annealed_split_merge: float | None = None,
+        tune_annealed_split_merge: float | None = None,
         annealed_levels: int = 50,
         sweep: bool = True,
         sweeps: int = 8,
@@ -389,13 +399,19 @@ class PartialOrderLabelGibbs(
             model, [utility_rv], compile_kwargs, batch=-(-_POOL_DRAWS // self.n_slots)
         )
         self._warned = False
+        equicorrelated = isinstance(utility_rv.owner.op, EquicorrelatedNormalRV)
         if annealed_split_merge is None:  # on where the slot prior allows the moves
-            equicorrelated = isinstance(utility_rv.owner.op, EquicorrelatedNormalRV)
             annealed_split_merge = ANNEALED_SPLIT_MERGE if equicorrelated else 0.0
-        self._annealed_check(annealed_split_merge, annealed_levels)
+        if tune_annealed_split_merge is None:
+            tune_annealed_split_merge = TUNE_ANNEALED_SPLIT_MERGE if equicorrelated else 0.0
+        self._annealed_check(annealed_split_merge, tune_annealed_split_merge, annealed_levels)
+        self._annealed_rate = self.annealed_split_merge  # the rate of the present step
         self._informed_setup(
             model, utility_rv, compile_kwargs, {"informed_split_merge": informed_split_merge},
-            {"annealed_split_merge": self.annealed_split_merge},
+            {
+                "annealed_split_merge": self.annealed_split_merge,
+                "tune_annealed_split_merge": self.tune_annealed_split_merge,
+            },
         )  # fmt: skip
         self.noise_all_slots = bool(noise_all_slots)
         self._noise_setup(
@@ -403,7 +419,7 @@ class PartialOrderLabelGibbs(
             utility_rv, noise_item_sweeps,
         )  # fmt: skip
         if not (sweep or merge_split or self.informed_split_merge or self.annealed_split_merge
-                or noise_moves):  # fmt: skip
+                or self.tune_annealed_split_merge or noise_moves):  # fmt: skip
             raise ValueError(
                 "sweep=False needs merge_split, informed_split_merge, annealed_split_merge or "
                 "noise_moves > 0 (no label move is left)"
@@ -428,9 +444,12 @@ class PartialOrderLabelGibbs(
         utilities = np.array(point[self._utility_name], dtype=np.float64, copy=True)
         theta, discount = (float(v) for v in self._prior_params_fn(point))
         self._beta = float(self.likelihood_temperature)  # tempering, times the annealing
-        if self.tune and self.anneal:
-            self._beta *= anneal_factor(self._iteration, self.anneal)
+        self._annealed_rate = self.annealed_split_merge
+        if self.tune:
+            factor = anneal_factor(self._iteration, self.anneal) if self.anneal else 1.0
+            self._beta *= factor
             self._iteration += 1
+            self._annealed_rate = self.tune_annealed_split_merge * (factor >= ANNEALED_FROM)
         noise_accept = self._noise_moves(point, labels, utilities, theta, discount)
         noise = float(self._term.noise_fn(point))
         rounds = self.tune_sweeps if self.tune else self.sweeps
@@ -513,14 +532,14 @@ class PartialOrderLabelGibbs(
             return pool["draws"][pool["used"] - 1]
 
         for round_ in range(rounds):  # U of the occupied slots is fixed throughout
-            annealed = first_group and round_ == 0 and self.annealed_split_merge > 0
+            annealed = first_group and round_ == 0 and self._annealed_rate > 0
             if self.merge_split or self.informed_split_merge or annealed:
                 moves = SplitMergeState(labels, ll, utilities, noise, theta, discount, next_draw)
                 if self.merge_split:
                     tally[:3] += self._merge_split(moves)
                 for active, propose, at in (
                     (self.informed_split_merge, self._informed_moves, 3),
-                    (annealed, self._annealed_moves, 6),
+                    (annealed, lambda m, p: self._annealed_moves(m, p, self._annealed_rate), 6),
                 ):
                     if active:
                         more = propose(moves, self._slot_prior(point))

@@ -106,7 +106,9 @@ def joint_move_with_orders_only(model, **kwargs):
 @pytest.mark.parametrize(
     ("n_slots", "path", "all_slots", "draws", "seed"),
     [
-        (6, 3, False, 3000, 21),
+        # slow (about 50 s): the opt-in move; its version without the orders and the reversible
+        # update of the orders are tested exact in the default run
+        pytest.param(6, 3, False, 3000, 21, marks=pytest.mark.slow),
         pytest.param(8, 3, True, 3000, 23, marks=pytest.mark.slow),
         pytest.param(12, 6, False, 8000, 22, marks=pytest.mark.slow),
     ],

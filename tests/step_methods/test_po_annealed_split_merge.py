@@ -97,25 +97,30 @@ def test_arguments_defaults_and_stats():
     model = pmc.models.clustered_partial_orders([[0, 1, 2], [2, 1, 0], [1, 0]], 3, n_dims=1)
     with model:
         step = pmc.PartialOrderLabelGibbs([model["cluster"]])
-        assert step.annealed_split_merge == 0.05 and step.annealed_levels == 50
-        for bad in (-0.1, "1", True, np.nan):
-            with pytest.raises(ValueError, match="annealed_split_merge"):
-                pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_split_merge=bad)
+        assert step.annealed_split_merge == 0.01 and step.tune_annealed_split_merge == 0.05
+        assert step.annealed_levels == 50
+        for option in ("annealed_split_merge", "tune_annealed_split_merge"):
+            for bad in (-0.1, "1", True, np.nan):
+                with pytest.raises(ValueError, match=option):
+                    pmc.PartialOrderLabelGibbs([model["cluster"]], **{option: bad})
         for bad in (1, 2.5, True):
             with pytest.raises(ValueError, match="annealed_levels"):
                 pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_levels=bad)
-        idata = pm.sample(
-            20, tune=5, chains=1, random_seed=1, progressbar=False,
-            step=[pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_split_merge=1.5,
-                                             annealed_levels=3)],
-            compute_convergence_checks=False,
+        step = pmc.PartialOrderLabelGibbs(
+            [model["cluster"]], annealed_split_merge=1.5, annealed_levels=3,
+            rng=np.random.default_rng(2),
         )  # fmt: skip
-    made = idata.sample_stats["annealed_merges"] + idata.sample_stats["annealed_splits"]
-    assert int(made.sum()) > 0  # 1.5 proposals a step on three lists: some are accepted
+    step.tune = False
+    point, made = model.initial_point(random_seed=1), 0
+    for _ in range(20):
+        point, (stats,) = step.step(point)
+        made += stats["annealed_merges"] + stats["annealed_splits"]
+    assert made > 0  # 1.5 proposals a step on three lists: some are accepted
     with pm.Model():  # the moves need the equicorrelated slot prior's conditionals
         z = pmc.CRP("z", 1.0, max_clusters=4, n=2)
         u = pm.Normal("u", 0.0, 1.0, shape=(4, 3, 1))
         pmc.PartialOrderLists("y", u, z, 0.1, observed=[[0, 1, 2], [2, 1, 0]])
-        assert pmc.PartialOrderLabelGibbs([z]).annealed_split_merge == 0.0  # off by default
+        step = pmc.PartialOrderLabelGibbs([z])  # off by default
+        assert step.annealed_split_merge == step.tune_annealed_split_merge == 0.0
         with pytest.raises(ValueError, match="annealed_split_merge needs an EquicorrelatedNormal"):
             pmc.PartialOrderLabelGibbs([z], annealed_split_merge=0.1)

@@ -218,7 +218,12 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=2.0)
     with pytest.raises(ValueError, match="sweep=False"):
         pmc.PartialOrderLabelGibbs(
-            [model["cluster"]], model=model, merge_split=0, sweep=False, annealed_split_merge=0
+            [model["cluster"]],
+            model=model,
+            merge_split=0,
+            sweep=False,
+            annealed_split_merge=0,
+            tune_annealed_split_merge=0,
         )
     with pytest.raises(ValueError, match="informed_split_merge"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, informed_split_merge=-1)
@@ -362,4 +367,3 @@ def test_anneal_factor_schedule():
     betas = [anneal_factor(t, 700) for t in range(700)]
     assert np.all(np.diff(betas) > 0) and betas[-1] == 1.0
     assert abs(betas[349] - 0.75) < 1e-12  # halfway: three quarters of the way in beta
-
