@@ -252,8 +252,9 @@ class PartialOrderLabelGibbs(
         the time per iteration (``benchmarks/README.md``). The chains of the annealed
         start still settle now and then in a partition with a planted group split in two (3
         of 23 seeded runs of these and nearby settings): the alternation raises the ESS
-        within a partition, not the odds of the annealed start. 0 makes all rounds at the utilities
-        the step starts from.
+        within a partition, not the odds of the annealed start (the annealed split--merge
+        moves, ``tune_annealed_split_merge``, merge such a split). 0 makes all rounds at the
+        utilities the step starts from.
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).

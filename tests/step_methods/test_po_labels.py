@@ -29,6 +29,9 @@ def sample_tiny(
         u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, n_dims)), rho=0.0)
         pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
         label_kwargs.setdefault("sweeps", 1)  # one round (three: test_several_rounds_…)
+        # the annealed split-merge is tested exact in test_po_annealed_split_merge
+        label_kwargs.setdefault("annealed_split_merge", 0)
+        label_kwargs.setdefault("tune_annealed_split_merge", 0)
         steps = [pmc.PartialOrderLabelGibbs([z], n_aux=n_aux, **label_kwargs)]
         if gibbs:  # utilities by exact coordinate Gibbs draws only
             steps.append(pmc.UtilityMetropolis([u], item_sweeps=0, pcn=False, coordinate_items=-1))

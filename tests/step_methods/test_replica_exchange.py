@@ -42,7 +42,10 @@ def tiny_model(random_noise=False):
 def label_step(model):
     """The labels' step (the custom model records no roles, so it is given explicitly), with
     one round of moves per step (the default's three are tested in test_po_labels)."""
-    return pmc.PartialOrderLabelGibbs([model["z"]], n_aux=2, merge_split=3, anneal=0, sweeps=1)
+    return pmc.PartialOrderLabelGibbs(  # the annealed split-merge: its own test file
+        [model["z"]], n_aux=2, merge_split=3, anneal=0, sweeps=1, annealed_split_merge=0,
+        tune_annealed_split_merge=0,
+    )  # fmt: skip
 
 
 def given_steps(model):
