@@ -93,14 +93,14 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.slot_merge_split import log_split_eppf_ratio
 from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
-    interval_points,
     sample_interval_mixture,
 )
 from pymc_crp.step_methods.metropolis import accept
+from pymc_crp.step_methods.po_split_merge import interval_list_logliks
 
 __all__ = ["AnnealedSplitMerge", "annealing_levels"]
 
@@ -442,19 +442,10 @@ class AnnealedSplitMerge:
                 low, high = np.array([-np.inf]), np.array([np.inf])
                 log_lik = np.zeros(1)
             else:
-                item_rows, item_weights = rows[with_item], row_weights[with_item]
-                low, high, inside = interval_points(np.delete(psi[:, k], item))
-                candidates = np.repeat(psi[None], inside.shape[0], axis=0)
-                candidates[:, item, k] = inside
-                words = order_words(candidates, term.top_down)
-                log_lik = cache.log_likelihoods(
-                    term.list_set,
-                    words,
-                    np.repeat(np.arange(inside.shape[0]), item_rows.size),
-                    moves.noise,
-                    rows=np.tile(item_rows, inside.shape[0]),
-                ).reshape(inside.shape[0], item_rows.size)
-                log_lik = _weighted(item_weights * self._beta, log_lik)
+                low, high, log_lik = interval_list_logliks(
+                    term, cache, psi, item, k, rows[with_item], moves.noise
+                )
+                log_lik = _weighted(row_weights[with_item] * self._beta, log_lik)
             psi[item, k], _ = sample_interval_mixture(
                 log_lik, low, high, mu, sd, uniforms[c, 0], uniforms[c, 1]
             )

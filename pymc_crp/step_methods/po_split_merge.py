@@ -82,7 +82,7 @@ from pymc_crp.step_methods.list_terms import _rows_with_item, tempered
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import compile_point_function
 
-__all__ = ["InformedSplitMerge", "list_position_scores"]
+__all__ = ["InformedSplitMerge", "interval_list_logliks", "list_position_scores"]
 
 
 def list_position_scores(lists: np.ndarray, n_items: int) -> np.ndarray:
@@ -94,6 +94,24 @@ def list_position_scores(lists: np.ndarray, n_items: int) -> np.ndarray:
     for i, (row, m) in enumerate(zip(lists, lengths, strict=True)):
         scores[i, row[:m]] = 1.0 - 2.0 * np.arange(m) / max(m - 1, 1)
     return scores
+
+
+def interval_list_logliks(term, cache, psi, item: int, k: int, rows, noise):
+    """``(low, high, L)``: the intervals of ``psi[item, k]`` between the other items' values
+    in column ``k`` and the log-likelihoods ``L`` ``(intervals, rows)`` of the lists ``rows``
+    of ``term`` under the order with ``psi[item, k]`` inside each interval."""
+    low, high, inside = interval_points(np.delete(psi[:, k], item))
+    candidates = np.repeat(psi[None], inside.shape[0], axis=0)
+    candidates[:, item, k] = inside
+    words = order_words(candidates, term.top_down)
+    log_lik = cache.log_likelihoods(
+        term.list_set,
+        words,
+        np.repeat(np.arange(inside.shape[0]), rows.size),
+        noise,
+        rows=np.tile(rows, inside.shape[0]),
+    )
+    return low, high, log_lik.reshape(inside.shape[0], rows.size)
 
 
 class _SlotPriorParams:
@@ -220,17 +238,9 @@ class InformedSplitMerge:
                     low, high = np.array([-np.inf]), np.array([np.inf])
                     log_lik = np.zeros(1)
                 else:
-                    low, high, inside = interval_points(np.delete(psi[:, k], item))
-                    candidates = np.repeat(psi[None], inside.shape[0], axis=0)
-                    candidates[:, item, k] = inside
-                    words = order_words(candidates, term.top_down)
-                    log_lik = cache.log_likelihoods(
-                        term.list_set,
-                        words,
-                        np.repeat(np.arange(inside.shape[0]), item_rows.size),
-                        moves.noise,
-                        rows=np.tile(item_rows, inside.shape[0]),
-                    ).reshape(inside.shape[0], item_rows.size)
+                    low, high, log_lik = interval_list_logliks(
+                        term, cache, psi, item, k, item_rows, moves.noise
+                    )
                     log_lik = tempered(self._beta, log_lik).sum(axis=1)
                 if target is None:
                     x, _ = sample_interval_mixture(

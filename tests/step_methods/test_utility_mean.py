@@ -40,6 +40,7 @@ def test_collapsed_density_matches_the_dense_normal(n):
     assert collapsed_log_density(slots, 1.0, 0.2) == -np.inf
 
 
+@pytest.mark.slow  # about 80 s; the collapsed moves are in test_noncentred's exact tau test
 def test_collapsed_moves_keep_the_prior_without_information():
     """p = 1: the lists carry no information, so tau ~ U(0, 1) and rho ~ Beta(2, 2) whatever
     the labels; only UtilityMeanGibbs moves tau and rho here (the others are held fixed)."""
