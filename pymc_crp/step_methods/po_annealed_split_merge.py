@@ -365,8 +365,12 @@ class AnnealedSplitMerge:
         )
         log_g = path.log_q()
 
+        ll_s, ll_t = path.ll_s[one], path.ll_t[one]
+
         def log_density(beta):
-            lik = sum(_mix(beta, a, b) for a, b in zip(path.ll_s[one], path.ll_t[one], strict=True))
+            lik = float(np.sum(beta * ll_s)) if beta > 0.0 else 0.0  # a zero weight ignores
+            if beta < 1.0:  # an infinite term (as _mix)
+                lik += float(np.sum((1.0 - beta) * ll_t))
             return lik + g_power(beta) * log_g - beta * log_eppf
 
         return log_density(float(beta_to)) - log_density(float(beta_from))
