@@ -516,8 +516,12 @@ class ListLikelihoodCache:
             hint_key = None
         else:
             hint_key = (list_set.token, np.ascontiguousarray(hint, dtype=np.uint64).tobytes())
-        source = None if hint_key is None or hint_key == key else self._entries.get(hint_key)
         entry = self._entries.get(key)
+        if entry is not None and given is None and entry.done[needed].all():  # all counted
+            self._entries.move_to_end(key)
+            self.reused += needed.size
+            return entry
+        source = None if hint_key is None or hint_key == key else self._entries.get(hint_key)
         if entry is None:
             entry = _Entry(list_set, len(key[1]))
             room = self.max_bytes - self.proposal_bytes - self.memo_bytes  # the others: 3/8

@@ -72,9 +72,10 @@ path through the same states, so this is the ratio of the two paths' densities t
 targets': the pair of moves is reversible with respect to the joint posterior of labels and
 occupied slots' utilities. The uniform choice of the empty slot cancels the ``1/(L-K)`` of
 the label-vector prior. A proposal costs ``T - 1`` scans of ``2 M K`` coordinate draws over
-the members' lists, ``O(T M^2 K |C|)`` list likelihoods (about 1.7 s for 351 lists of 10
-items in 3 dimensions, ``T = 50``), so the moves are made now and then (``annealed_split_merge``
-per step, a fraction allowed).
+the members' lists, ``O(T M^2 K |C|)`` list likelihoods (each distinct order once, through
+the cache's entries; the sides' draws compiled, :mod:`pymc_crp.core.annealed_sides`): about
+1.0 s for 351 lists of 10 items in 3 dimensions, ``T = 50``, so the moves are made now and
+then (``annealed_split_merge`` per step, a fraction allowed).
 
 References
 ----------
@@ -93,6 +94,12 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from pymc_crp.core.annealed_sides import (
+    annealed_side_draws,
+    list_positions,
+    mixture_log_density,
+    pair_side_logs,
+)
 from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.slot_merge_split import log_split_eppf_ratio
 from pymc_crp.core.utility_gibbs import (
@@ -132,34 +139,6 @@ _G_RISE = 0.25
 def g_power(beta: float) -> float:
     """``f(β) = min(1, β/0.25)``, the power of ``g`` on the path."""
     return min(1.0, beta / _G_RISE)
-
-
-def list_positions(lists: np.ndarray, n_items: int) -> np.ndarray:
-    """``(N, M)`` position of each item in each padded list, ``-1`` where absent."""
-    positions = np.full((lists.shape[0], n_items), -1, dtype=np.int64)
-    rows, cols = np.nonzero(lists >= 0)
-    positions[rows, lists[rows, cols]] = cols
-    return positions
-
-
-def pair_side_logs(positions: np.ndarray, flip: float) -> tuple[np.ndarray, np.ndarray]:
-    r"""``(log g(0), log g(1))``, each ``(n, 1 + P)``, of the members (``positions`` of their
-    lists, the anchors ``a``, ``b`` first) under the uniform component and the ``P`` item
-    pairs ``(i, j)`` that ``a`` orders ``i`` first and ``b`` orders ``j`` first:
-
-    .. math::
-
-        g_k(1 \mid i, j) = 1 - ε \text{ if } k \text{ puts } j \text{ before } i, \quad
-        ε \text{ if } i \text{ before } j, \quad 1/2 \text{ otherwise}.
-    """
-    a, b = positions[0], positions[1]
-    both = (a[:, None] >= 0) & (a[None, :] >= 0) & (b[:, None] >= 0) & (b[None, :] >= 0)
-    first_i, first_j = np.nonzero(both & (a[:, None] < a[None, :]) & (b[:, None] > b[None, :]))
-    pi, pj = positions[:, first_i], positions[:, first_j]
-    has = (pi >= 0) & (pj >= 0)
-    one = np.where(has, np.where(pj < pi, 1.0 - flip, flip), 0.5)
-    prob_one = np.concatenate([np.full((positions.shape[0], 1), 0.5), one], axis=1)
-    return np.log(1.0 - prob_one), np.log(prob_one)
 
 
 def merge_pair_log_probs(ll: np.ndarray, labels: np.ndarray, occupied: np.ndarray) -> np.ndarray:
@@ -213,11 +192,9 @@ class _Path:
         free = np.arange(sides.size) >= 2  # the anchors' sides are fixed
         self.log_g = np.sum(np.where(sides[:, None] == 1, self.g1, self.g0)[free], axis=0)
 
-    def log_q(self, log_g=None) -> float:
-        """``log g(σ)`` of the mixture (at the components' ``log_g``)."""
-        values = self.log_weights + (self.log_g if log_g is None else log_g)
-        top = float(np.max(values))
-        return top + math.log(float(np.sum(np.exp(values - top))))
+    def log_q(self) -> float:
+        """``log g(σ)`` of the mixture."""
+        return float(mixture_log_density(self.log_weights, self.log_g))
 
 
 class AnnealedSplitMerge:
@@ -369,7 +346,7 @@ class AnnealedSplitMerge:
 
         def log_density(beta):
             lik = float(np.sum(beta * ll_s)) if beta > 0.0 else 0.0  # a zero weight ignores
-            if beta < 1.0:  # an infinite term (as _mix)
+            if beta < 1.0:  # an infinite term
                 lik += float(np.sum((1.0 - beta) * ll_t))
             return lik + g_power(beta) * log_g - beta * log_eppf
 
@@ -386,32 +363,14 @@ class AnnealedSplitMerge:
             draw(path, moves, prior, beta, reverse)
 
     def _side_draws(self, path, moves, prior, beta, reverse) -> None:
-        """Gibbs draws of the sides of ``members[2:]`` at ``β`` (the anchors stay)."""
-        sides, discount = path.sides, moves.discount
-        counts = np.array([np.sum(sides == 0), np.sum(sides == 1)], dtype=float)
-        order = range(path.members.size - 1, 1, -1) if reverse else range(2, path.members.size)
-        uniforms = self.rng.random(path.members.size)
-        power = g_power(beta)
-        for r in order:
-            counts[sides[r]] -= 1.0
-            old = path.g1[r] if sides[r] else path.g0[r]
-            without = path.log_g - old
-            q0, q1 = path.log_q(without + path.g0[r]), path.log_q(without + path.g1[r])
-            q0, q1 = power * q0, power * q1
-            log0 = path.ll_s[r] + (1.0 - beta) * math.log(counts[0] - discount) + q0
-            log1 = (
-                _mix(beta, path.ll_s[r], path.ll_t[r])
-                + (1.0 - beta) * math.log(counts[1] - discount)
-                + q1
-            )
-            if log0 == -math.inf and log1 == -math.inf:
-                log0 = (1.0 - beta) * math.log(counts[0] - discount) + q0
-                log1 = (1.0 - beta) * math.log(counts[1] - discount) + q1
-            top = max(log0, log1)
-            p_one = math.exp(log1 - top) / (math.exp(log0 - top) + math.exp(log1 - top))
-            sides[r] = 1 if uniforms[r] < p_one else 0
-            counts[sides[r]] += 1.0
-            path.log_g = without + (path.g1[r] if sides[r] else path.g0[r])
+        """Gibbs draws of the sides of ``members[2:]`` at ``β`` (the anchors stay;
+        :func:`~pymc_crp.core.annealed_sides.annealed_side_draws`)."""
+        n = path.members.size
+        order = np.arange(n - 1, 1, -1) if reverse else np.arange(2, n)
+        annealed_side_draws(
+            path.sides, order, self.rng.random(n), path.ll_s, path.ll_t, path.g0, path.g1,
+            path.log_weights, path.log_g, float(beta), g_power(beta), float(moves.discount),
+        )  # fmt: skip
 
     def _slot_draws_s(self, path, moves, prior, beta, reverse) -> None:
         """Coordinate draws of ``U_s``: side 0's lists at weight 1, side 1's at ``β``."""
@@ -454,13 +413,3 @@ class AnnealedSplitMerge:
                 log_lik, low, high, mu, sd, uniforms[c, 0], uniforms[c, 1]
             )
         return self._column(psi, members, moves.noise)
-
-
-def _mix(beta: float, ll_s: float, ll_t: float) -> float:
-    """``β ℓ_s + (1 - β) ℓ_t`` with a zero weight ignoring an infinite term."""
-    total = 0.0
-    if beta > 0.0:
-        total += beta * ll_s
-    if beta < 1.0:
-        total += (1.0 - beta) * ll_t
-    return total

@@ -99,19 +99,22 @@ def list_position_scores(lists: np.ndarray, n_items: int) -> np.ndarray:
 def interval_list_logliks(term, cache, psi, item: int, k: int, rows, noise):
     """``(low, high, L)``: the intervals of ``psi[item, k]`` between the other items' values
     in column ``k`` and the log-likelihoods ``L`` ``(intervals, rows)`` of the lists ``rows``
-    of ``term`` under the order with ``psi[item, k]`` inside each interval."""
+    of ``term`` under the order with ``psi[item, k]`` inside each interval (each distinct
+    order evaluated once, through its cache entry)."""
     low, high, inside = interval_points(np.delete(psi[:, k], item))
     candidates = np.repeat(psi[None], inside.shape[0], axis=0)
     candidates[:, item, k] = inside
     words = order_words(candidates, term.top_down)
-    log_lik = cache.log_likelihoods(
-        term.list_set,
-        words,
-        np.repeat(np.arange(inside.shape[0]), rows.size),
-        noise,
-        rows=np.tile(rows, inside.shape[0]),
-    )
-    return low, high, log_lik.reshape(inside.shape[0], rows.size)
+    log_lik = np.empty((inside.shape[0], rows.size))
+    seen = {}
+    for c in range(inside.shape[0]):
+        key = words[c].tobytes()
+        if key in seen:
+            log_lik[c] = log_lik[seen[key]]
+            continue
+        seen[key] = c
+        log_lik[c] = cache.order_log_likelihoods(term.list_set, words[c], rows, noise)
+    return low, high, log_lik
 
 
 class _SlotPriorParams:

@@ -16,9 +16,7 @@ import pymc_crp as pmc
 from pymc_crp.step_methods.po_annealed_split_merge import (
     annealing_levels,
     g_power,
-    list_positions,
     merge_pair_log_probs,
-    pair_side_logs,
 )
 
 
@@ -64,25 +62,6 @@ def test_merge_pair_log_probs_against_brute_force():
     expected -= logsumexp(expected)
     np.testing.assert_allclose(log_probs, expected)
     assert math.isclose(logsumexp(log_probs), 0.0, abs_tol=1e-12)
-
-
-def test_pair_side_logs_follow_the_pairs_the_anchors_order_apart():
-    lists = np.array([[0, 1, 2], [2, 1, 0], [1, 0, 2], [2, -1, -1], [0, 2, -1]])
-    positions = list_positions(lists, 3)
-    np.testing.assert_array_equal(positions[2], [1, 0, 2])
-    np.testing.assert_array_equal(positions[3], [-1, -1, 0])
-    log0, log1 = pair_side_logs(positions, 0.1)
-    # anchors [0,1,2] and [2,1,0] order every pair apart: (0,1), (0,2), (1,2) after the
-    # uniform component
-    assert log1.shape == (5, 4)
-    np.testing.assert_allclose(np.exp(log0) + np.exp(log1), 1.0)
-    np.testing.assert_allclose(np.exp(log1[:, 0]), 0.5)
-    np.testing.assert_allclose(np.exp(log1[2, 1:]), [0.9, 0.1, 0.1])  # 1 before 0 only
-    np.testing.assert_allclose(np.exp(log1[3, 1:]), [0.5, 0.5, 0.5])  # one item: no pair
-    np.testing.assert_allclose(np.exp(log1[4, 1:]), [0.5, 0.1, 0.5])  # 0 before 2
-    np.testing.assert_allclose(np.exp(log1[1, 1:]), 0.9)  # b's side for b
-    same = pair_side_logs(list_positions(lists[[0, 0, 2]], 3), 0.1)[1]
-    assert same.shape == (3, 1)  # equal anchors order no pair apart: uniform sides only
 
 
 def test_levels_and_the_power_of_g():
