@@ -287,7 +287,11 @@ def fixed_label_problem():
     return y, v, labels
 
 
+@pytest.mark.slow
 def test_gibbs_matches_nuts_with_fixed_labels(fixed_label_problem):
+    """The conjugate Gibbs steps against NUTS on ``(μ, Σ, w, θ)`` with the labels fixed. Slow
+    (60 s): the default run compares them with NUTS on the collapsed model (next test) and
+    with enumeration (``tests/step_methods/test_conjugate*.py``)."""
     y, v, labels = fixed_label_problem
     model = measurement_error_mixture(
         y, v, partition="finite", n_components=3, labels=labels, prior={"nu": 6.0}

@@ -196,7 +196,10 @@ def test_joint_move_on_top_of_the_default_moves():
     assert not noise_mismatch(idata, mean_p)
 
 
-@pytest.mark.parametrize("moves", [joint_move_only, joint_move_with_orders_only])
+@pytest.mark.parametrize(
+    "moves",
+    [joint_move_only, pytest.param(joint_move_with_orders_only, marks=pytest.mark.slow)],
+)
 def test_same_seed_same_draws_with_the_joint_move(moves):
     model = noise_model(8)
     draws = [sample(model, moves(model), 60, 5).posterior["p"].values for _ in range(2)]

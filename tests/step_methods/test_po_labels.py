@@ -109,9 +109,11 @@ def test_merge_split_alone_matches_enumeration(discount):
     assert mismatches(z, *wrong)  # the comparison has power against the other discount
 
 
+@pytest.mark.slow
 def test_several_rounds_per_step_match_enumeration():
     """``sweeps=3``: three rounds of merge--split and sweep per step, the occupied slots'
-    likelihood columns carried from round to round (Pitman--Yor, 8 slots)."""
+    likelihood columns carried from round to round (Pitman--Yor, 8 slots). Slow (40 s): the
+    default run has the same rounds with utility moves between them (next test)."""
     z = sample_tiny(n_slots=8, n_aux=2, discount=0.3, seed=13, draws=2000, sweeps=3)
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
     assert not mismatches(z, co, k_dist)
