@@ -85,8 +85,11 @@ __all__ = ["PartialOrderLabelGibbs"]
 # per ``L`` draws, whose fixed cost dominated the merge--split proposals on small data.
 _POOL_DRAWS = 256
 # Annealed split--merge proposals per step by default: while tuning (once the annealed start's
-# factor reaches ANNEALED_FROM) and after.
+# factor reaches ANNEALED_FROM) and after, for up to ANNEALED_LISTS lists; in proportion to
+# ANNEALED_LISTS / N beyond (a proposal's cost grows with the clusters' sizes: with the rates
+# unscaled they took 600 of the 1,790 s over 5,000 rankings).
 TUNE_ANNEALED_SPLIT_MERGE, ANNEALED_SPLIT_MERGE, ANNEALED_FROM = 0.05, 0.01, 0.75
+ANNEALED_LISTS = 1000
 
 
 def anneal_factor(iteration: int, anneal: int) -> float:
@@ -165,8 +168,9 @@ class PartialOrderLabelGibbs(
         merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`; a fraction is the
         probability of one proposal), made before the first round once tuning is over; they
         need an equicorrelated normal slot prior (as in
-        :func:`~pymc_crp.models.clustered_partial_orders`). Default: 0.01 with such a prior,
-        else 0. They merge two clusters whose orders refine a common order in opposite ways (a
+        :func:`~pymc_crp.models.clustered_partial_orders`). Default: 0.01 with such a prior
+        for up to 1,000 lists, ``10 / N`` for ``N`` lists beyond (a proposal's cost grows with
+        the clusters' sizes), else 0. They merge two clusters whose orders refine a common order in opposite ways (a
         group split by an incomparable pair of items), which no other move does: on 1,000
         simulated rankings with a planted group of 351 lists split in two
         (``benchmarks/split_start.py``) both chains merged it within 20 and 118 iterations
@@ -174,7 +178,8 @@ class PartialOrderLabelGibbs(
     tune_annealed_split_merge : float, optional
         The same while tuning, from the iteration where the annealed start's factor reaches
         0.75 (the clusters have formed; before that the proposals would cost most and decide
-        nothing). Default: 0.05 with an equicorrelated normal slot prior, else 0. A chain of
+        nothing). Default: 0.05 with an equicorrelated normal slot prior for up to 1,000
+        lists, ``50 / N`` beyond, else 0. A chain of
         the annealed start that settles with a group split in two is merged here.
     annealed_levels : int, default 50
         ``T``, the levels of those paths (each proposal costs ``T - 1`` scans of both slots'
@@ -401,10 +406,12 @@ class PartialOrderLabelGibbs(
         )
         self._warned = False
         equicorrelated = isinstance(utility_rv.owner.op, EquicorrelatedNormalRV)
-        if annealed_split_merge is None:  # on where the slot prior allows the moves
-            annealed_split_merge = ANNEALED_SPLIT_MERGE if equicorrelated else 0.0
+        # on where the slot prior allows the moves, fewer per step on many lists
+        scale = equicorrelated * min(1.0, ANNEALED_LISTS / max(self._term.lists.shape[0], 1))
+        if annealed_split_merge is None:
+            annealed_split_merge = ANNEALED_SPLIT_MERGE * scale
         if tune_annealed_split_merge is None:
-            tune_annealed_split_merge = TUNE_ANNEALED_SPLIT_MERGE if equicorrelated else 0.0
+            tune_annealed_split_merge = TUNE_ANNEALED_SPLIT_MERGE * scale
         self._annealed_check(annealed_split_merge, tune_annealed_split_merge, annealed_levels)
         self._annealed_rate = self.annealed_split_merge  # the rate of the present step
         self._informed_setup(

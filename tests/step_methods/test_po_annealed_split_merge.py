@@ -103,3 +103,14 @@ def test_arguments_defaults_and_stats():
         assert step.annealed_split_merge == step.tune_annealed_split_merge == 0.0
         with pytest.raises(ValueError, match="annealed_split_merge needs an EquicorrelatedNormal"):
             pmc.PartialOrderLabelGibbs([z], annealed_split_merge=0.1)
+
+
+def test_default_rates_fall_in_proportion_beyond_1000_lists():
+    lists = [[0, 1], [1, 0], [2, 0, 1]] * 1000  # 3,000 lists
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, max_clusters=4)
+    with model:
+        step = pmc.PartialOrderLabelGibbs([model["cluster"]])
+        assert math.isclose(step.annealed_split_merge, 0.01 / 3)
+        assert math.isclose(step.tune_annealed_split_merge, 0.05 / 3)
+        given = pmc.PartialOrderLabelGibbs([model["cluster"]], annealed_split_merge=0.01)
+        assert given.annealed_split_merge == 0.01  # a given rate is kept
