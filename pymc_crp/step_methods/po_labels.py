@@ -170,17 +170,17 @@ class PartialOrderLabelGibbs(
         need an equicorrelated normal slot prior (as in
         :func:`~pymc_crp.models.clustered_partial_orders`). Default: 0.01 with such a prior
         for up to 1,000 lists, ``10 / N`` for ``N`` lists beyond (a proposal's cost grows with
-        the clusters' sizes), else 0. They merge two clusters whose orders refine a common order in opposite ways (a
-        group split by an incomparable pair of items), which no other move does: on 1,000
-        simulated rankings with a planted group of 351 lists split in two
-        (``benchmarks/split_start.py``) both chains merged it within 20 and 118 iterations
-        with 0.05, none in 300 without, at 1.18 times the time.
+        the clusters' sizes), else 0. They merge two clusters whose orders refine a common
+        order in opposite ways (a group split by an incomparable pair of items), which no
+        other move does: on 1,000 simulated rankings with a planted group of 351 lists split
+        in two (``benchmarks/split_start.py``) both chains merged it within 20 and 118
+        iterations with 0.05, none in 300 without, at 1.18 times the time.
     tune_annealed_split_merge : float, optional
         The same while tuning, from the iteration where the annealed start's factor reaches
         0.75 (the clusters have formed; before that the proposals would cost most and decide
         nothing). Default: 0.05 with an equicorrelated normal slot prior for up to 1,000
-        lists, ``50 / N`` beyond, else 0. A chain of
-        the annealed start that settles with a group split in two is merged here.
+        lists, ``50 / N`` beyond, else 0. A chain of the annealed start that settles with a
+        group split in two is merged here.
     annealed_levels : int, default 50
         ``T``, the levels of those paths (each proposal costs ``T - 1`` scans of both slots'
         utilities over the two clusters' lists).
