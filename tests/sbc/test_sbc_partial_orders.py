@@ -1,8 +1,8 @@
 """SBC of the default samplers on the ``partial_orders`` problem of tests/sbc (see there).
 
 Clustered partial-order model: rho, tau, p, concentration alpha and K.
-Smoke: 10 simulations (default run; each fit compiles its model's steps, about 8 s, so the
-smoke run keeps to half the other problems' 20); full: 200 simulations (``pytest -m slow``).
+Smoke: 8 simulations (default run; each fit compiles its model's steps, about 8 s, so the
+smoke run keeps to under half the other problems' 20); full: 200 simulations (``pytest -m slow``).
 Passes when the chi-square uniformity test of every parameter's ranks has p > 0.01.
 
 ``rho`` failed (p < 1e-4) while it had only the random walk with the utilities fixed (ESS
@@ -20,7 +20,7 @@ import pytest
 from sbc import run_problem
 
 _RESULTS = {}
-SMOKE_SIMS = 10
+SMOKE_SIMS = 8
 
 
 def _result(size):

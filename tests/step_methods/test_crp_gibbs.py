@@ -600,7 +600,10 @@ def test_same_seed_same_draws_different_seed_different(small_model):
     assert not np.array_equal(z[0], z[1])  # chains differ
 
 
-@pytest.mark.parametrize("mp_ctx", [None, "spawn"])
+@pytest.mark.parametrize(
+    "mp_ctx",
+    [None, pytest.param("spawn", marks=pytest.mark.slow)],  # fork = spawn: test_reproducibility
+)
 def test_parallel_chains_match_sequential(small_model, mp_ctx):
     """PyMC seeds chain k from ``random_seed`` alone, so cores=1 and cores=2 agree."""
     seq = small_run(small_model, 11)

@@ -173,6 +173,7 @@ def test_reversible_update_keeps_the_posterior_of_the_orders(reverse):
             assert abs(ind.mean() - prob) <= 4.5 * mcse + 0.01, (slot, k, ind.mean(), prob)
 
 
+@pytest.mark.slow  # 31 s; the joint move alone and its reproducibility stay in the default run
 def test_joint_move_on_top_of_the_default_moves():
     """With the sweep, merge-split and the noise's own step, at ``T = 6``."""
     model = noise_model(8)

@@ -76,6 +76,7 @@ def test_many_slots_match_enumeration(many_slots):
     assert not mismatches(many_slots, co, k_dist)
 
 
+@pytest.mark.slow  # 49 s; Pitman-Yor weights stay in the default run (merge-split, rounds)
 def test_pitman_yor_one_auxiliary_matches_enumeration():
     """d = 0.3 (weights n_j - d and (θ + dK)/m), m = 1, L = N: every slot may be taken."""
     z = sample_tiny(n_slots=N_LISTS, n_aux=1, discount=0.3, seed=7)
@@ -83,6 +84,7 @@ def test_pitman_yor_one_auxiliary_matches_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
+@pytest.mark.slow  # 21 s; the coordinate draws are exact in test_utility_gibbs (default run)
 def test_with_coordinate_gibbs_utilities_matches_enumeration():
     """Slot utilities updated only by the exact coordinate Gibbs draws."""
     z = sample_tiny(n_slots=10, n_aux=2, discount=0.0, seed=9, draws=2000, gibbs=True)
@@ -90,7 +92,7 @@ def test_with_coordinate_gibbs_utilities_matches_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
-@pytest.mark.parametrize("discount", [0.0, 0.4])
+@pytest.mark.parametrize("discount", [pytest.param(0.0, marks=pytest.mark.slow), 0.4])
 def test_merge_split_alone_matches_enumeration(discount):
     """Only the merge--split moves change the labels (no sweep): irreducible on their own, and
     exact for Pitman--Yor weights; 6 slots so that splits are sometimes refused."""
