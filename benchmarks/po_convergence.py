@@ -23,6 +23,8 @@ A second table times one iteration of the new step set at ``max_clusters`` 10 an
     python benchmarks/po_convergence.py                  # short: 300 lists, 4 x (300 + 300)
     python benchmarks/po_convergence.py --lists 1000 --tune 1000 --draws 1000 --cores 2
     python benchmarks/po_convergence.py --data witness --tune 1000 --draws 1000 --baseline new
+    python benchmarks/po_convergence.py --data heterogeneous --lists 1000 --tune 1000 \
+        --draws 1000 --cores 2 --baseline alpha --variants new
 """
 
 from __future__ import annotations
@@ -70,6 +72,22 @@ def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5, planted=False):
     return (lists, truth, u0, utilities) if planted else (lists, truth)
 
 
+def simulate_heterogeneous(n_lists, rng, n_items=10, shares=(0.5, 0.3, 0.2)):
+    """Full rankings that no partial order generates, shaped like survey data (a stand-in for
+    real preferences): a Plackett--Luce mixture with individual variation. Item worths
+    ``μ0 ~ N(0, 1.5²)``; each of 3 groups (``shares``) shifts them by ``N(0, 0.7²)``; each
+    ranking sorts its group's worths plus ``N(0, 0.5²)`` and standard Gumbel noise. Returns
+    ``(lists, group labels)``."""
+    base = rng.normal(0.0, 1.5, n_items)
+    worths = [base + rng.normal(0.0, 0.7, n_items) for _ in shares]
+    groups = rng.choice(len(shares), size=n_lists, p=shares)
+    lists = [
+        np.argsort(-(worths[g] + rng.normal(0.0, 0.5, n_items) + rng.gumbel(size=n_items))).tolist()
+        for g in groups
+    ]
+    return lists, groups
+
+
 def total_loglik(model, idata):
     """Per-draw total log-likelihood of the lists ``(chain, draw)``."""
     lists = np.asarray(model.rvs_to_values[model["lists"]].data)
@@ -109,6 +127,12 @@ def variant_steps(model, variant):
     if variant == "old":
         with model:
             step = [pmc.CRPGibbs([model["cluster"]])]
+    elif variant == "alpha":  # the default before the concentration was integrated out
+        with model:  # of the label moves: the labels at fixed alpha, Escobar-West on alpha
+            step = [
+                pmc.PartialOrderLabelGibbs([model["cluster"]]),
+                pmc.ConcentrationGibbs([model["alpha"]]),
+            ]
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
@@ -390,11 +414,13 @@ def main():
     )
     parser.add_argument(
         "--data",
-        choices=("synthetic", "witness", "albury"),
+        choices=("synthetic", "heterogeneous", "witness", "albury"),
         default="synthetic",
-        help="synthetic: the simulated lists above; witness: the demo's 15 witness lists "
-        "(pmc.datasets.load_witness_lists); albury: examples/albury_ballots.py's 1,000 "
-        "ballots, n_dims=2 (the timing tables are skipped for both)",
+        help="synthetic: the simulated lists above; heterogeneous: --lists full rankings of "
+        "10 items from a Plackett-Luce mixture with individual variation (simulate_"
+        "heterogeneous: not from the model, like real survey data); witness: the demo's 15 "
+        "witness lists (pmc.datasets.load_witness_lists); albury: examples/albury_ballots.py's "
+        "1,000 ballots, n_dims=2 (the timing tables are skipped for all but synthetic)",
     )
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
@@ -418,7 +444,9 @@ def main():
         "--variants",
         nargs="+",
         default=["new"],
-        help="new (the default steps), prev (the defaults before utility_moves=1 and five "
+        help="new (the default steps), alpha (the default before the concentration was "
+        "integrated out of the label moves: Escobar-West on alpha), prev (the defaults before "
+        "utility_moves=1 and five "
         "updates of p), gibbsN (coordinate Gibbs of N items per slot), cellsN (N scans of"
         " within-interval utility draws; cells0 is the utility step before them), auxN (N"
         " auxiliary slots), infN (N informed split-merge proposals per step), msN (N "
@@ -446,6 +474,10 @@ def main():
         lists, n_items = ballots.lists, ballots.n_items
         N_DIMS[0] = 2
         described = f"{len(lists)} Albury ballots over {n_items} candidates, n_dims=2"
+    elif args.data == "heterogeneous":
+        lists, _ = simulate_heterogeneous(args.lists, rng)
+        n_items = 10
+        described = f"{args.lists} heterogeneous Plackett-Luce rankings of 10 items"
     else:
         lists, truth = simulate(args.lists, rng)
         n_items = 10

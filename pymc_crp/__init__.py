@@ -35,6 +35,7 @@ from pymc_crp.posterior import (
 from pymc_crp.step_methods import (
     NORMAL_MIXTURE_STEPS,
     ConcentrationGibbs,
+    ConcentrationGivenClusters,
     ConcentrationMetropolis,
     ConjugateCRPGibbs,
     CRPGibbs,
@@ -132,6 +133,7 @@ __all__ = [
     "CRPGibbs",
     "ConjugateCRPGibbs",
     "ConcentrationGibbs",
+    "ConcentrationGivenClusters",
     "ConcentrationMetropolis",
     "DirichletMultinomialPartition",
     "DirichletWeightsGibbs",

@@ -394,6 +394,46 @@ def exact_clustered_total_orders(
     return _clustered_exchangeable_orders(lik, theta, d)
 
 
+def exact_clustered_total_orders_random_concentration(
+    lists, n_items: int, p: float, shape: float, rate: float, d: float, n_slots: int
+):
+    """As :func:`exact_clustered_total_orders` with the concentration random, ``θ ~ Gamma(shape,
+    rate)``, and the CRP truncated at ``K <= n_slots``: the prior of a partition is ``∫ π(θ)
+    EPPF(sizes; θ, d) / P(K <= L | θ, d) dθ`` (by quadrature; ``P`` summed over every set
+    partition). Returns the co-clustering matrix, ``P(K = k)`` and the posterior mean of
+    ``θ``."""
+    n = len(lists)
+    perms = list(itertools.permutations(range(n_items)))
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    partitions = list(set_partitions(n))
+
+    def at_most(theta):
+        return sum(eppf([len(b) for b in bl], theta, d) for bl in partitions if len(bl) <= n_slots)
+
+    def gamma_pdf(theta):
+        log = shape * math.log(rate) + (shape - 1) * math.log(theta) - rate * theta
+        return math.exp(log - math.lgamma(shape))
+
+    co = np.zeros((n, n))
+    k_dist = np.zeros(n + 1)
+    total = mean = 0.0
+    for blocks in partitions:
+        if len(blocks) > n_slots:
+            continue
+        sizes = [len(b) for b in blocks]
+        prior = mixed_over_parameter(lambda t, s=sizes: eppf(s, t, d) / at_most(t), gamma_pdf)
+        first = mixed_over_parameter(lambda t, s=sizes: t * eppf(s, t, d) / at_most(t), gamma_pdf)
+        weight = prior
+        for b in blocks:
+            weight *= float(np.mean(np.prod(lik[b], axis=0)))
+        total += weight
+        mean += weight * first / prior
+        k_dist[len(blocks)] += weight
+        for b in blocks:
+            co[np.ix_(b, b)] += weight
+    return co / total, k_dist / total, mean / total
+
+
 def linear_extension_list_lik(relation, y, p: float) -> float:
     """Top-down queue-jumping likelihood of list ``y`` under the partial order ``relation``
     (``relation[a][b]``: ``a`` above ``b``), by brute force over the orderings of the remaining

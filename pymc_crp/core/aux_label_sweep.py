@@ -7,11 +7,14 @@ given a new label drawn from
 .. math::
 
     P(c_i = j) \propto (n_j - d)\, e^{ℓ_{ij}} \ (\text{occupied } j), \qquad
-    P(c_i = \text{aux } t) \propto \frac{θ + dK}{m}\, e^{ℓ^{aux}_{it}}, \quad t = 1..m,
+    P(c_i = \text{aux } t) \propto \frac{w(K)}{m}\, e^{ℓ^{aux}_{it}}, \quad t = 1..m,
 
 where ``n_j`` and ``K`` are counted without ``i`` and ``ψ_1..ψ_m`` are auxiliary parameters
-distributed as independent draws of the base (prior) distribution. Only the ``K`` occupied
-slots and the ``m`` auxiliaries are scored: ``O(N (K + m))`` per sweep whatever ``L`` is.
+distributed as independent draws of the base (prior) distribution. The weight of a new cluster
+``w(K)`` is ``θ + dK`` (:func:`new_cluster_weights`), or ``G(K+1)/G(K)`` when the label move
+integrates the concentration out (:mod:`pymc_crp.core.integrated_concentration`). Only the
+``K`` occupied slots and the ``m`` auxiliaries are scored: ``O(N (K + m))`` per sweep whatever
+``L`` is.
 
 The auxiliaries are *reused* (Favaro and Teh 2013, "ReUse"): when ``i`` was alone in its
 slot, its parameter replaces a uniformly chosen auxiliary (exactly the auxiliary configuration
@@ -42,10 +45,16 @@ from numba import njit
 
 from pymc_crp.core.partition_math import draw_weighted
 
-__all__ = ["SweepState", "aux_label_sweep"]
+__all__ = ["SweepState", "aux_label_sweep", "new_cluster_weights"]
 
 # Layout of the int64 ``state`` vector shared with the caller.
 N_OCCUPIED, N_FREE, N_FULL, BORN_FROM = 0, 1, 2, 3
+
+
+def new_cluster_weights(theta: float, discount: float, n_slots: int) -> np.ndarray:
+    """``w(K) = θ + dK`` for ``K = 0..L``: the Pitman--Yor weight of a new cluster when the
+    other items hold ``K`` clusters (the array the label kernels read)."""
+    return float(theta) + float(discount) * np.arange(int(n_slots) + 1, dtype=np.float64)
 
 
 class SweepState:
@@ -101,7 +110,7 @@ def aux_label_sweep(
     order,
     start,
     uniforms,
-    theta,
+    new_weights,
     discount,
     logw,
 ):  # pragma: no cover - compiled
@@ -121,8 +130,10 @@ def aux_label_sweep(
     order : int64 (N,)
         Visiting order; ``uniforms`` (N, 3) the uniforms of each visit (label draw, auxiliary
         taken by a singleton's parameter, free slot of a new cluster).
-    theta, discount : float
-        Pitman--Yor concentration and discount.
+    new_weights : float64 (L + 1,)
+        ``w(K)``, the weight of a new cluster when the other items hold ``K`` clusters.
+    discount : float
+        Pitman--Yor discount.
     logw : float64 (L + m,)
         Scratch.
 
@@ -150,7 +161,7 @@ def aux_label_sweep(
             j = occupied[r]
             logw[r] = math.log(counts[j] - discount) + ll[i, j]
             top = max(top, logw[r])
-        new_mass = theta + discount * n_occ
+        new_mass = new_weights[n_occ]
         n_choices = n_occ
         if state[N_FREE] > 0 and new_mass > 0.0:
             log_new = math.log(new_mass / n_aux)

@@ -83,7 +83,7 @@ def _labels_loglik(ratios, lengths, labels, at, memo, stamp, t, p):  # pragma: n
 
 @njit(cache=True, nogil=True)
 def _pool_sweep(
-    rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, t, p, beta, theta,
+    rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, t, p, beta, new_weights,
     discount, weights,
 ):  # fmt: skip  # pragma: no cover - compiled
     """One sweep, in a uniformly random order, of the restricted Gibbs draws of the labels
@@ -105,7 +105,7 @@ def _pool_sweep(
         k_rest = n_occupied - (counts[old] == 0)
         new_mass = 0.0  # every slot taken by the other lists: no empty slot to weigh
         if k_rest < n_slots:
-            new_mass = (theta + discount * k_rest) / (n_slots - k_rest)
+            new_mass = new_weights[k_rest] / (n_slots - k_rest)
         for r in range(pool.shape[0]):
             s = pool[r]
             prior = counts[s] - discount if counts[s] > 0 else new_mass
@@ -125,7 +125,7 @@ def _pool_sweep(
 
 @njit(cache=True, nogil=True)
 def noise_path(
-    rng, ratios, lengths, labels, counts, pool, n_slots, p_path, beta, theta, discount,
+    rng, ratios, lengths, labels, counts, pool, n_slots, p_path, beta, new_weights, discount,
 ):  # fmt: skip  # pragma: no cover - compiled
     r"""Run the labels along the path ``p_path`` (``T + 1`` points) in place (module docstring).
 
@@ -145,8 +145,13 @@ def noise_path(
         ``L``.
     p_path : float64 (T + 1,)
         ``p_0 = p, …, p_T = p'``.
-    beta, theta, discount : float
-        Likelihood power, Pitman--Yor concentration and discount.
+    beta : float
+        Likelihood power.
+    new_weights : float64 (L + 1,)
+        ``w(K)``, the weight of a new cluster when the other lists hold ``K`` clusters
+        (``θ + dK``, :func:`~pymc_crp.core.aux_label_sweep.new_cluster_weights`).
+    discount : float
+        Pitman--Yor discount.
 
     Returns
     -------
@@ -170,14 +175,14 @@ def noise_path(
         if t + 1 < n_points - 1:
             changed += _pool_sweep(
                 rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, t + 1,
-                p_path[t + 1], beta, theta, discount, weights,
+                p_path[t + 1], beta, new_weights, discount, weights,
             )  # fmt: skip
     return log_w, changed
 
 
 @njit(cache=True, nogil=True)
 def pool_sweep(
-    rng, ratios, lengths, labels, counts, pool, p, n_slots, beta, theta, discount
+    rng, ratios, lengths, labels, counts, pool, p, n_slots, beta, new_weights, discount
 ):  # fmt: skip  # pragma: no cover - compiled
     """One sweep of the restricted Gibbs draws of the labels over the ``pool`` slots at noise
     ``p`` (in place; arguments as for :func:`noise_path`): the kernel of one point of a path
@@ -186,8 +191,8 @@ def pool_sweep(
     stamp = np.full((ratios.shape[0], labels.shape[0]), -1, np.int64)
     weights = np.empty(pool.shape[0])
     return _pool_sweep(
-        rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, 0, p, beta, theta,
-        discount, weights,
+        rng, ratios, lengths, labels, counts, pool, n_slots, memo, stamp, 0, p, beta,
+        new_weights, discount, weights,
     )  # fmt: skip
 
 

@@ -28,7 +28,9 @@ slot, the prior densities of ``ψ`` and of the empty slot's parameter cancel, an
     \frac{\mathrm{EPPF}(c')}{\mathrm{EPPF}(c)}
     = \frac{(θ + Kd)\,Γ(n_A - d)\,Γ(n_B - d)}{Γ(n_A + n_B - d)\,Γ(1 - d)},
 
-(``B`` the members that moved, ``K`` the number of clusters before the split) and the merge
+(``B`` the members that moved, ``K`` the number of clusters before the split; with the
+concentration integrated out ``θ + Kd`` becomes ``G(K+1)/G(K)``,
+:mod:`pymc_crp.core.integrated_concentration`) and the merge
 with the reciprocal of the same expression evaluated at the present split. The moves change
 only the labels of the two clusters and the parameter of the opened slot, and they leave the
 joint posterior of the labels and the slot parameters invariant (Metropolis--Hastings), for any
@@ -58,11 +60,12 @@ __all__ = ["log_split_eppf_ratio", "sequential_allocation"]
 
 
 @njit(cache=True, nogil=True)
-def log_split_eppf_ratio(n_a, n_b, n_clusters, theta, discount):  # pragma: no cover
-    r"""``log EPPF(split) − log EPPF(merged)`` for a block of ``n_a + n_b`` split in two,
-    ``n_clusters`` blocks before the split (see the module docstring)."""
+def log_split_eppf_ratio(n_a, n_b, new_weight, discount):  # pragma: no cover
+    r"""``log EPPF(split) − log EPPF(merged)`` for a block of ``n_a + n_b`` split in two;
+    ``new_weight`` is ``w(K)`` for the ``K`` blocks before the split (``θ + K d``, or ``G(K+1)/
+    G(K)`` with the concentration integrated out; see the module docstring)."""
     return (
-        math.log(theta + n_clusters * discount)
+        math.log(new_weight)
         + math.lgamma(n_a - discount)
         + math.lgamma(n_b - discount)
         - math.lgamma(n_a + n_b - discount)

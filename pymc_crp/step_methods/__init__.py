@@ -2,6 +2,7 @@
 
 from pymc_crp.step_methods.collapsed import ConjugateCRPGibbs
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
+from pymc_crp.step_methods.concentration_given_clusters import ConcentrationGivenClusters
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
@@ -30,6 +31,7 @@ __all__ = [
     "MixtureLabelGibbs",
     "NormalInverseWishartGibbs",
     "ConcentrationGibbs",
+    "ConcentrationGivenClusters",
     "ConcentrationMetropolis",
     "HyperparameterMetropolis",
     "NonCentredHyperparameterMetropolis",

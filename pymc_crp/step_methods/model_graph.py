@@ -13,6 +13,7 @@ from pymc.model import Model
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
+from pymc_crp.distributions.params import constant_value
 from pymc_crp.distributions.partitions import (
     CRPRV,
     DirichletMultinomialPartitionRV,
@@ -23,6 +24,7 @@ from pymc_crp.roles import REGISTRY
 __all__ = [
     "PARTITION_OPS",
     "PointFunction",
+    "check_same_slot_prior",
     "compile_point_function",
     "dependent_terms",
     "is_partition_rv",
@@ -159,3 +161,26 @@ def compile_partition_prior(model: Model, label_rv, compile_kwargs: dict | None 
     graphs = model.replace_rvs_by_values(list(params.kernel_params))
     fn = compile_point_function(model, [pt.cast(p, "float64") for p in graphs], compile_kwargs)
     return params.prior, fn
+
+
+def check_same_slot_prior(utility_rv, step_name: str) -> None:
+    """Refuse slot utilities whose prior may differ between slots (``ValueError`` naming
+    ``step_name``): auxiliary slots and new clusters take draws of one common slot prior. A
+    parameter with a slot axis passes if that axis is broadcastable or if the parameter is a
+    constant equal along it."""
+    node = utility_rv.owner
+    batch_ndim = utility_rv.ndim - node.op.ndim_supp
+    for param, core_ndim in zip(node.op.dist_params(node), node.op.ndims_params, strict=True):
+        axis = param.ndim - core_ndim - batch_ndim  # the slot axis of this parameter
+        if axis < 0 or param.type.broadcastable[axis]:
+            continue
+        value = constant_value(param, fold=True)
+        if value is not None and np.array_equal(
+            value, np.repeat(value.take([0], axis), value.shape[axis], axis)
+        ):
+            continue
+        raise ValueError(
+            f"{step_name} needs the same prior for every slot of {utility_rv.name}; "
+            f"a parameter of its prior has a slot axis of length {param.type.shape[axis]} "
+            "that may vary between slots (give it without the slot axis)"
+        )

@@ -109,7 +109,7 @@ class NoisePathMove:
     def _at(self, fn, point, value) -> float:
         return float(fn({**point, self.value_name: np.asarray(value, dtype=np.float64)}))
 
-    def move(self, rng, point, labels, utilities, beta, theta, discount, scale, pool_size):
+    def move(self, rng, point, labels, utilities, beta, new_weights, discount, scale, pool_size):
         """One proposal with step ``s = scale`` and ``|A| = pool_size``; ``labels``, ``point``
         (and ``utilities``, when the orders follow) are updated in place when it is accepted.
         Returns ``(accepted, label changes along the path)``; no move (not accepted) if the
@@ -130,13 +130,13 @@ class NoisePathMove:
         if self.utilities is not None:
             log_w, new_labels, new_utilities, changed = self._path_with_orders(
                 rng, point, labels, utilities, pool, words, ratios, values, p_path,
-                (float(beta), float(theta), float(discount)),
+                (float(beta), new_weights, float(discount)),
             )  # fmt: skip
         else:
             new_labels, new_counts, new_utilities = labels.copy(), counts.copy(), utilities
             log_w, changed = noise_path(
                 rng, ratios, self._lengths(), new_labels, new_counts, pool, self.n_slots, p_path,
-                float(beta), float(theta), float(discount),
+                float(beta), new_weights, float(discount),
             )  # fmt: skip
         n_end = int(np.count_nonzero(np.bincount(new_labels, minlength=self.n_slots)))
         log_w += self._at(self._prior_fn, point, proposed) - self._at(self._prior_fn, point, value)
@@ -168,7 +168,8 @@ class NoisePathMove:
         self, rng, point, labels, utilities, pool, words, ratios, values, p_path, params
     ):  # fmt: skip
         """The path with the orders following (module docstring), from the pool's orders
-        ``words`` and ``ratios`` (updated in place); ``params`` is ``(β, θ, d)``. Returns the
+        ``words`` and ``ratios`` (updated in place); ``params`` is ``(β, w, d)`` (``w`` the
+        new-cluster weights by the number of other clusters). Returns the
         likelihood part of ``log W``, the end point's labels and utilities, and the label
         changes."""
         cache, list_set = list_likelihood_cache(), self.term.list_set
@@ -265,7 +266,7 @@ class NoiseLabelMoves:
             self._label_name, self._noise_utilities,
         )  # fmt: skip
 
-    def _noise_moves(self, point, labels, utilities, theta, discount) -> float:
+    def _noise_moves(self, point, labels, utilities, new_weights, discount) -> float:
         """The joint moves of ``p`` and the labels (in place); their acceptance rate."""
         if self._noise_move is None:
             return np.nan
@@ -278,7 +279,7 @@ class NoiseLabelMoves:
         accepted = 0
         for _ in range(self.noise_moves):
             accepted += self._noise_move.move(
-                self.rng, point, labels, utilities, self._beta, theta, discount,
+                self.rng, point, labels, utilities, self._beta, new_weights, discount,
                 self.noise_scale, pool_size,
             )[0]  # fmt: skip
         if self.tune:

@@ -174,6 +174,14 @@ def _log_split_choice(n_clusters: int, n_members: int) -> float:
     return log_type - math.log(n_clusters) - math.log(n_members * (n_members - 1))
 
 
+# Annealed split--merge proposals per step by default: while tuning (once the annealed start's
+# factor reaches ANNEALED_FROM) and after, for up to ANNEALED_LISTS lists; in proportion to
+# ANNEALED_LISTS / N beyond (a proposal's cost grows with the clusters' sizes: with the rates
+# unscaled they took 600 of the 1,790 s over 5,000 rankings).
+TUNE_ANNEALED_SPLIT_MERGE, ANNEALED_SPLIT_MERGE, ANNEALED_FROM = 0.05, 0.01, 0.75
+ANNEALED_LISTS = 1000
+
+
 class _Path:
     """State of one annealed path: the members (anchors first), their sides, both slots'
     utilities, the members' tempered log-likelihoods under them and the sides' log-densities
@@ -202,9 +210,14 @@ class AnnealedSplitMerge:
     Reads the step's ``_term``, ``_column``, ``_beta``, ``rng`` and the slot prior of
     :class:`~pymc_crp.step_methods.po_split_merge.InformedSplitMerge`."""
 
-    def _annealed_check(self, rate, tune_rate, levels) -> None:
+    def _annealed_check(self, rate, tune_rate, levels, equicorrelated, n_lists) -> None:
         """Check and store ``annealed_split_merge = rate``, ``tune_annealed_split_merge =
-        tune_rate`` and ``annealed_levels = levels``."""
+        tune_rate`` (``None``: the defaults for an ``equicorrelated`` slot prior or not and
+        ``n_lists`` lists) and ``annealed_levels = levels``."""
+        # on where the slot prior allows the moves, fewer per step on many lists
+        scale = equicorrelated * min(1.0, ANNEALED_LISTS / max(n_lists, 1))
+        rate = ANNEALED_SPLIT_MERGE * scale if rate is None else rate
+        tune_rate = TUNE_ANNEALED_SPLIT_MERGE * scale if tune_rate is None else tune_rate
         for option, value in (
             ("annealed_split_merge", rate),
             ("tune_annealed_split_merge", tune_rate),
@@ -338,7 +351,7 @@ class AnnealedSplitMerge:
         one = path.sides == 1
         n_one = int(np.sum(one))
         log_eppf = log_split_eppf_ratio(
-            path.members.size - n_one, n_one, n_clusters, moves.theta, moves.discount
+            path.members.size - n_one, n_one, moves.new_weights[n_clusters], moves.discount
         )
         log_g = path.log_q()
 

@@ -32,6 +32,13 @@ which merge a group split by an incomparable pair of items; ``informed_split_mer
 split--merge proposals whose new cluster's utilities are fitted to its lists by a restricted
 Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`; off by default, measured not to pay).
 
+Given the CRP's concentration ``θ`` as well (as ``pm.sample`` does in those models when the
+discount is fixed), the step integrates ``θ`` out of every label move, weighing a new cluster
+beside ``K`` others by ``G(K+1)/G(K)`` instead of ``θ + dK``, and then draws ``θ`` exactly from
+``p(θ | K)`` (:mod:`pymc_crp.step_methods.concentration_given_clusters`; a partially collapsed
+Gibbs step): ``K`` and ``θ`` are strongly coupled a posteriori, and label moves at a fixed
+``θ`` follow their ridge slowly.
+
 Assigned automatically to the labels of models built by
 :func:`pymc_crp.models.clustered_partial_orders` (CRP partition); it can be given explicitly
 (``pm.sample(step=[PartialOrderLabelGibbs([labels])])``) for any CRP label vector whose only
@@ -53,27 +60,39 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
+from pymc_crp.core.aux_label_sweep import (
+    BORN_FROM,
+    N_FULL,
+    SweepState,
+    aux_label_sweep,
+    new_cluster_weights,
+)
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalRV
-from pymc_crp.distributions.params import constant_value
 from pymc_crp.distributions.partial_order_lists import (
     PartialOrderListsParams,
     PartialOrderListsRV,
 )
-from pymc_crp.distributions.partitions import CRPRV, CRPParams
+from pymc_crp.distributions.partitions import CRPParams
 from pymc_crp.roles import LabelsRole, get_role
+from pymc_crp.step_methods.concentration_given_clusters import (
+    IntegratedConcentrationTerm,
+    claims_concentration,
+    concentration_alone_step,
+    labels_and_concentration,
+)
 from pymc_crp.step_methods.crp_gibbs import truncation_warning
 from pymc_crp.step_methods.list_terms import _ListTerm
 from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
+    check_same_slot_prior,
     compile_point_function,
     dependent_terms,
     prior_draw_function,
     term_logps,
 )
 from pymc_crp.step_methods.noise_labels import NoiseLabelMoves
-from pymc_crp.step_methods.po_annealed_split_merge import AnnealedSplitMerge
+from pymc_crp.step_methods.po_annealed_split_merge import ANNEALED_FROM, AnnealedSplitMerge
 from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge, SplitMergeState
 from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
 from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
@@ -84,12 +103,6 @@ __all__ = ["PartialOrderLabelGibbs"]
 # auxiliary slots take fresh draws from): one call per step on most problems, instead of one
 # per ``L`` draws, whose fixed cost dominated the merge--split proposals on small data.
 _POOL_DRAWS = 256
-# Annealed split--merge proposals per step by default: while tuning (once the annealed start's
-# factor reaches ANNEALED_FROM) and after, for up to ANNEALED_LISTS lists; in proportion to
-# ANNEALED_LISTS / N beyond (a proposal's cost grows with the clusters' sizes: with the rates
-# unscaled they took 600 of the 1,790 s over 5,000 rankings).
-TUNE_ANNEALED_SPLIT_MERGE, ANNEALED_SPLIT_MERGE, ANNEALED_FROM = 0.05, 0.01, 0.75
-ANNEALED_LISTS = 1000
 
 
 def anneal_factor(iteration: int, anneal: int) -> float:
@@ -105,28 +118,6 @@ def anneal_factor(iteration: int, anneal: int) -> float:
         return 1.0
     x = min(1.0, (iteration + 1) / anneal)
     return 1.0 - (1.0 - x) ** 2
-
-
-def _check_same_slot_prior(utility_rv) -> None:
-    """Refuse slot utilities whose prior may differ between slots: the auxiliary slots and the
-    splits' new clusters take draws of one common slot prior. A parameter with a slot axis
-    passes if that axis is broadcastable or if the parameter is a constant equal along it."""
-    node = utility_rv.owner
-    batch_ndim = utility_rv.ndim - node.op.ndim_supp
-    for param, core_ndim in zip(node.op.dist_params(node), node.op.ndims_params, strict=True):
-        axis = param.ndim - core_ndim - batch_ndim  # the slot axis of this parameter
-        if axis < 0 or param.type.broadcastable[axis]:
-            continue
-        value = constant_value(param, fold=True)
-        if value is not None and np.array_equal(
-            value, np.repeat(value.take([0], axis), value.shape[axis], axis)
-        ):
-            continue
-        raise ValueError(
-            f"PartialOrderLabelGibbs needs the same prior for every slot of {utility_rv.name}; "
-            f"a parameter of its prior has a slot axis of length {param.type.shape[axis]} "
-            "that may vary between slots (give it without the slot axis)"
-        )
 
 
 @dataclass_state
@@ -150,7 +141,13 @@ class PartialOrderLabelGibbs(
 
     Parameters
     ----------
-    vars : the CRP label variable
+    vars : the CRP label variable, and optionally its concentration
+        With the concentration (a scalar with a log transform and constant prior parameters
+        whose only child is the CRP, a constant discount) the concentration is integrated out
+        of the label moves and drawn given the number of clusters after them (module
+        docstring). Given the concentration alone (``pm.sample`` does so when the labels have
+        a step of the user's), the class returns a
+        :class:`~pymc_crp.ConcentrationGivenClusters` step instead.
     n_aux : int, default 3
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
     merge_split : int, default 20
@@ -280,7 +277,7 @@ class PartialOrderLabelGibbs(
     """
 
     name = "po_label_gibbs"
-    default_blocked = False
+    default_blocked = True  # the labels and their concentration are one block
     _state_class = PartialOrderLabelState
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),
@@ -295,6 +292,13 @@ class PartialOrderLabelGibbs(
         "warning": (SamplerWarning, None),
     }
     likelihood_temperature: float = 1.0
+
+    def __new__(cls, *args, **kwargs):
+        """The concentration alone (``pm.sample`` assigns it to this class when the labels have
+        a step given by the user) gets :class:`~pymc_crp.ConcentrationGivenClusters`, the exact
+        draw of ``θ | K``."""
+        alone = concentration_alone_step(kwargs.get("vars", args[0] if args else None), kwargs)
+        return alone if alone is not None else super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
@@ -324,12 +328,11 @@ class PartialOrderLabelGibbs(
     ):
         model = modelcontext(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
-        if len(value_vars) != 1:
-            raise ValueError("PartialOrderLabelGibbs updates one label variable")
-        (value_var,) = value_vars
+        value_var, with_concentration = labels_and_concentration(model, value_vars)
         label_rv = model.values_to_rvs[value_var]
-        if not isinstance(getattr(label_rv.owner, "op", None), CRPRV) or label_rv.ndim != 1:
-            raise TypeError(f"PartialOrderLabelGibbs needs a CRP label vector, got {label_rv}")
+        self._concentration = None  # or the concentration, integrated out of the label moves
+        if with_concentration:
+            self._concentration = IntegratedConcentrationTerm(model, label_rv, compile_kwargs)
         if isinstance(n_aux, bool) or not isinstance(n_aux, Integral):
             raise TypeError(f"n_aux must be a positive integer, got {n_aux!r}")
         if n_aux < 1:
@@ -354,9 +357,9 @@ class PartialOrderLabelGibbs(
             )
         if model.rvs_to_transforms.get(utility_rv) is not None:
             raise ValueError(f"{utility_rv.name} must be untransformed")
-        _check_same_slot_prior(utility_rv)
+        check_same_slot_prior(utility_rv, "PartialOrderLabelGibbs")
         utility_value = model.rvs_to_values[utility_rv]
-        self.vars = [value_var]
+        self.vars = list(value_vars)
         self.rng = get_random_generator(rng)
         self.tune = True
         self.n_aux = int(n_aux)
@@ -405,14 +408,10 @@ class PartialOrderLabelGibbs(
             model, [utility_rv], compile_kwargs, batch=-(-_POOL_DRAWS // self.n_slots)
         )
         self._warned = False
-        equicorrelated = isinstance(utility_rv.owner.op, EquicorrelatedNormalRV)
-        # on where the slot prior allows the moves, fewer per step on many lists
-        scale = equicorrelated * min(1.0, ANNEALED_LISTS / max(self._term.lists.shape[0], 1))
-        if annealed_split_merge is None:
-            annealed_split_merge = ANNEALED_SPLIT_MERGE * scale
-        if tune_annealed_split_merge is None:
-            tune_annealed_split_merge = TUNE_ANNEALED_SPLIT_MERGE * scale
-        self._annealed_check(annealed_split_merge, tune_annealed_split_merge, annealed_levels)
+        self._annealed_check(
+            annealed_split_merge, tune_annealed_split_merge, annealed_levels,
+            isinstance(utility_rv.owner.op, EquicorrelatedNormalRV), self._term.lists.shape[0],
+        )  # fmt: skip
         self._annealed_rate = self.annealed_split_merge  # the rate of the present step
         self._informed_setup(
             model, utility_rv, compile_kwargs, {"informed_split_merge": informed_split_merge},
@@ -451,6 +450,10 @@ class PartialOrderLabelGibbs(
         labels = np.array(point[self._label_name], dtype=np.int64, copy=True)
         utilities = np.array(point[self._utility_name], dtype=np.float64, copy=True)
         theta, discount = (float(v) for v in self._prior_params_fn(point))
+        if self._concentration is None:
+            new_weights = new_cluster_weights(theta, discount, self.n_slots)
+        else:  # θ integrated out: G(K+1)/G(K), and θ drawn given K after the label moves
+            new_weights = self._concentration.new_cluster_weights()
         self._beta = float(self.likelihood_temperature)  # tempering, times the annealing
         self._annealed_rate = self.annealed_split_merge
         if self.tune:
@@ -458,7 +461,7 @@ class PartialOrderLabelGibbs(
             self._beta *= factor
             self._iteration += 1
             self._annealed_rate = self.tune_annealed_split_merge * (factor >= ANNEALED_FROM)
-        noise_accept = self._noise_moves(point, labels, utilities, theta, discount)
+        noise_accept = self._noise_moves(point, labels, utilities, new_weights, discount)
         noise = float(self._term.noise_fn(point))
         rounds = self.tune_sweeps if self.tune else self.sweeps
         groups = [g.size for g in np.array_split(np.arange(rounds), self.utility_moves + 1)]
@@ -470,16 +473,22 @@ class PartialOrderLabelGibbs(
                 point[self._utility_name] = utilities
                 utilities = self._update_utilities(point)
             sweep = self._label_rounds(
-                point, labels, utilities, noise, theta, discount, n_rounds, tally, group == 0
-            )
+                point, labels, utilities, noise, new_weights, discount, n_rounds, tally,
+                group == 0,
+            )  # fmt: skip
         merges, splits, refused, informed_merges, informed_splits, n_full = (
             int(v) for v in tally[:6]
         )
         point[self._label_name] = labels
         point[self._utility_name] = utilities
+        n_clusters = int(np.count_nonzero(sweep.counts))
+        if self._concentration is not None:
+            point[self._concentration.value_name] = self._concentration.draw_value(
+                n_clusters, self.rng
+            )
         n_full += refused
         stats = {
-            "n_clusters": int(np.count_nonzero(sweep.counts)),
+            "n_clusters": n_clusters,
             "merges": merges,
             "splits": splits,
             "informed_merges": informed_merges,
@@ -511,7 +520,7 @@ class PartialOrderLabelGibbs(
         return np.array(point[self._utility_name], dtype=np.float64, copy=True)
 
     def _label_rounds(
-        self, point, labels, utilities, noise, theta, discount, rounds, tally, first_group
+        self, point, labels, utilities, noise, new_weights, discount, rounds, tally, first_group
     ):
         """``rounds`` rounds of merge--split proposals and Algorithm 8 sweeps with the occupied
         slots' utilities held, then the exact Gibbs draw of the empty slots' utilities (labels
@@ -542,7 +551,9 @@ class PartialOrderLabelGibbs(
         for round_ in range(rounds):  # U of the occupied slots is fixed throughout
             annealed = first_group and round_ == 0 and self._annealed_rate > 0
             if self.merge_split or self.informed_split_merge or annealed:
-                moves = SplitMergeState(labels, ll, utilities, noise, theta, discount, next_draw)
+                moves = SplitMergeState(
+                    labels, ll, utilities, noise, new_weights, discount, next_draw
+                )
                 if self.merge_split:
                     tally[:3] += self._merge_split(moves)
                 for active, propose, at in (
@@ -555,7 +566,9 @@ class PartialOrderLabelGibbs(
                         tally[2] += more[2]
             sweep = SweepState(labels, n_slots)
             if self.sweep:
-                born = self._sweep(labels, ll, utilities, noise, theta, discount, sweep, next_draw)
+                born = self._sweep(
+                    labels, ll, utilities, noise, new_weights, discount, sweep, next_draw
+                )
                 if round_ + 1 < rounds:  # the next round reads every occupied column
                     for slot in set(born):
                         if sweep.counts[slot]:
@@ -566,7 +579,7 @@ class PartialOrderLabelGibbs(
             utilities[empty] = np.stack([next_draw() for _ in range(int(np.sum(empty)))])
         return sweep
 
-    def _sweep(self, labels, ll, utilities, noise, theta, discount, sweep, next_draw):
+    def _sweep(self, labels, ll, utilities, noise, new_weights, discount, sweep, next_draw):
         """One Algorithm 8 sweep over the lists in random order (in place). Returns the slots
         where new clusters were born: their columns of ``ll`` hold the lists visited before
         their auxiliary was last drawn at that auxiliary's earlier draw (the sweep never reads
@@ -588,7 +601,8 @@ class PartialOrderLabelGibbs(
         while True:
             position = aux_label_sweep(
                 ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
-                sweep.where, sweep.state, order, position, uniforms, theta, discount, logw,
+                sweep.where, sweep.state, order, position, uniforms, new_weights, discount,
+                logw,
             )  # fmt: skip
             if position >= n_lists:
                 return born
@@ -614,7 +628,8 @@ class PartialOrderLabelGibbs(
 
     @staticmethod
     def competence(var, has_grad=None):
-        """IDEAL for the CRP labels of :func:`~pymc_crp.models.clustered_partial_orders`."""
+        """IDEAL for the CRP labels of :func:`~pymc_crp.models.clustered_partial_orders`, and
+        for their concentration where it can be integrated out of the label moves."""
         if isinstance(get_role(var), LabelsRole):
             return Competence.IDEAL
-        return Competence.INCOMPATIBLE
+        return Competence.IDEAL if claims_concentration(var) else Competence.INCOMPATIBLE

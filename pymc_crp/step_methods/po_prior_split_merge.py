@@ -37,9 +37,10 @@ class SplitMergeState:
     """What the merge--split proposals of one step read and update in place: labels, slot
     counts, slot utilities, the ``(N, L)`` log-likelihood columns of the occupied slots."""
 
-    def __init__(self, labels, ll, utilities, noise, theta, discount, next_draw):
+    def __init__(self, labels, ll, utilities, noise, new_weights, discount, next_draw):
         self.labels, self.ll, self.utilities = labels, ll, utilities
-        self.noise, self.theta, self.discount = noise, theta, discount
+        # new_weights[K]: the weight of a new cluster beside K others (θ + Kd, or G(K+1)/G(K))
+        self.noise, self.new_weights, self.discount = noise, new_weights, discount
         self.next_draw = next_draw
         self.counts = np.bincount(labels, minlength=utilities.shape[0])
 
@@ -47,7 +48,7 @@ class SplitMergeState:
         """log EPPF(split)/EPPF(merged); ``merged``: called for a merge (the chain is in the split
         state, so the merged state has one cluster fewer than now)."""
         n_clusters = int(np.count_nonzero(self.counts)) - bool(merged)
-        return log_split_eppf_ratio(n_a, n_b, n_clusters, self.theta, self.discount)
+        return log_split_eppf_ratio(n_a, n_b, self.new_weights[n_clusters], self.discount)
 
     def set_slot(self, slot, utilities, members, ll_members, step) -> None:
         """Give ``slot`` new utilities and its full log-likelihood column."""

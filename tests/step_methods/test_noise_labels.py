@@ -19,6 +19,7 @@ from test_po_labels import mismatches
 from test_replica_exchange import LISTS, N_ITEMS, N_LISTS, noise_mismatch
 
 import pymc_crp as pmc
+from pymc_crp.core.aux_label_sweep import new_cluster_weights
 from pymc_crp.core.noise_path import noise_path, pool_sweep
 
 
@@ -235,8 +236,9 @@ def test_path_at_constant_noise_has_no_weight_and_keeps_the_pool():
     pool = np.array([1, 4, 6], dtype=np.int64)
     labels = rng.choice([1, 4], size=n_lists).astype(np.int64)
     counts = np.bincount(labels, minlength=9).astype(np.int64)
+    weights = new_cluster_weights(1.0, 0.2, 9)
     log_w, changed = noise_path(
-        rng, ratios, lengths, labels, counts, pool, 9, np.full(6, 0.2), 1.0, 1.0, 0.2
+        rng, ratios, lengths, labels, counts, pool, 9, np.full(6, 0.2), 1.0, weights, 0.2
     )
     assert log_w == 0.0
     assert changed > 0
@@ -254,12 +256,16 @@ def test_path_with_every_slot_taken():
     labels = np.arange(n_lists, dtype=np.int64) % n_slots
     counts = np.bincount(labels, minlength=n_slots).astype(np.int64)
     pool = np.arange(n_slots, dtype=np.int64)
-    changed = pool_sweep(rng, ratios, lengths, labels, counts, pool, 0.2, n_slots, 1.0, 1.0, 0.0)
+    weights = new_cluster_weights(1.0, 0.0, n_slots)
+    changed = pool_sweep(
+        rng, ratios, lengths, labels, counts, pool, 0.2, n_slots, 1.0, weights, 0.0
+    )
     assert changed > 0
     np.testing.assert_array_equal(counts, np.bincount(labels, minlength=n_slots))
     log_w, _ = noise_path(
-        rng, ratios, lengths, labels, counts, pool, n_slots, np.linspace(0.1, 0.3, 5), 1.0, 1.0, 0.0
-    )
+        rng, ratios, lengths, labels, counts, pool, n_slots, np.linspace(0.1, 0.3, 5), 1.0,
+        weights, 0.0,
+    )  # fmt: skip
     assert np.isfinite(log_w)
 
 

@@ -275,14 +275,16 @@ def test_pitman_yor_discount_in_the_builder():
     fixed = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=0.5)
     assert float(fixed["cluster"].owner.inputs[3].eval()) == 0.5
     _, selected = pm.sampling.mcmc.assign_step_methods(fixed)
-    assert [v.name for v in selected[pmc.HyperparameterMetropolis]] == [
-        "p_logodds__",
-        "alpha_log__",
-    ]  # Escobar--West needs d = 0
+    assert [v.name for v in selected[pmc.HyperparameterMetropolis]] == ["p_logodds__"]
+    # a fixed discount: α is integrated out of the label moves and drawn given K with them
+    assert {v.name for v in selected[pmc.PartialOrderLabelGibbs]} == {"alpha_log__", "cluster"}
     random = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=(1.0, 2.0))
     assert "discount" in random.named_vars
     _, selected = pm.sampling.mcmc.assign_step_methods(random)
-    assert "discount_logodds__" in [v.name for v in selected[pmc.HyperparameterMetropolis]]
+    assert {v.name for v in selected[pmc.HyperparameterMetropolis]} >= {
+        "discount_logodds__",
+        "alpha_log__",
+    }  # a random discount: α keeps its random walk
     for bad, err in ((1.0, ValueError), (-0.1, ValueError), ((1.0, 0.0), ValueError)):
         with pytest.raises(err, match="discount"):
             pmc.models.clustered_partial_orders(lists, 3, discount=bad)

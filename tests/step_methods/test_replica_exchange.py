@@ -271,7 +271,8 @@ def test_steps_without_temperature_upstream_of_the_lists_are_refused():
 
 def test_builder_model_assigns_tempered_steps():
     """In a model of ``clustered_partial_orders`` every step that evaluates the lists takes
-    the replica's temperature; the others (U0, α) target list-free conditionals."""
+    the replica's temperature; the others (U0) target list-free conditionals, and the label
+    step draws α given the number of clusters (a list-free conditional too)."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 2, 1]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2)
     with model:
@@ -285,7 +286,9 @@ def test_builder_model_assigns_tempered_steps():
         assert leaves[pmc.NonCentredHyperparameterMetropolis] == [beta, beta]  # rho, tau
         assert leaves[pmc.HyperparameterMetropolis] == [beta]  # p
         assert leaves[pmc.UtilityMeanGibbs] == [None]
-        assert leaves[pmc.ConcentrationGibbs] == [None]
+        assert pmc.ConcentrationGibbs not in leaves  # α is in the label step's block
+        (labels,) = [s for s in _leaves(compound) if isinstance(s, pmc.PartialOrderLabelGibbs)]
+        assert {v.name for v in labels.vars} == {"alpha_log__", "cluster"}
 
 
 def _leaves(step):

@@ -1,0 +1,105 @@
+"""The concentration integrated out (core): ``log G(K)`` and the draws of ``θ | K`` against
+quadrature of the EPPF (tests/oracles.py; independent of the package)."""
+
+import math
+
+import numpy as np
+import pytest
+from oracles import eppf, mixed_over_parameter, set_partitions
+from scipy import integrate, stats
+
+from pymc_crp.core.integrated_concentration import IntegratedConcentration
+
+SHAPE, RATE = 2.0, 1.5
+
+
+def gamma_pdf(theta, shape=SHAPE, rate=RATE):
+    return math.exp(
+        shape * math.log(rate) + (shape - 1) * math.log(theta) - rate * theta - math.lgamma(shape)
+    )
+
+
+def log_gamma_prior(theta):
+    return stats.gamma.logpdf(theta, SHAPE, scale=1.0 / RATE)
+
+
+def block_factor(sizes, d):
+    """``∏_b (1 - d)_{n_b - 1}``: the part of the EPPF that does not involve ``θ``."""
+    out = 1.0
+    for s in sizes:
+        for i in range(1, s):
+            out *= i - d
+    return out
+
+
+def oracle_log_g(n, n_slots, d, k):
+    """``log G(K)`` from one partition with ``K`` blocks: ``∫ π EPPF / P(K <= L) dθ`` divided by
+    the block factor."""
+    partitions = list(set_partitions(n))
+    sizes = [len(b) for b in next(bl for bl in partitions if len(bl) == k)]
+
+    def at_most(theta):
+        return sum(eppf([len(b) for b in bl], theta, d) for bl in partitions if len(bl) <= n_slots)
+
+    value = mixed_over_parameter(lambda t: eppf(sizes, t, d) / at_most(t), gamma_pdf)
+    return math.log(value) - math.log(block_factor(sizes, d))
+
+
+@pytest.mark.parametrize(("n", "n_slots", "d"), [(6, 6, 0.0), (6, 3, 0.4), (7, 10, 0.25)])
+def test_log_marginals_match_quadrature(n, n_slots, d):
+    core = IntegratedConcentration(n, n_slots, d, log_gamma_prior)
+    top = min(n, n_slots)
+    assert core.log_marginals.shape == (top,)
+    for k in range(1, top + 1):
+        assert core.log_marginals[k - 1] == pytest.approx(oracle_log_g(n, n_slots, d, k), abs=1e-9)
+    weights = core.new_cluster_weights()
+    assert weights.shape == (n_slots + 1,)
+    np.testing.assert_allclose(weights[1:top], np.exp(np.diff(core.log_marginals)), rtol=1e-12)
+    assert np.all(weights > 0)  # placeholders where no cluster can be opened are positive
+
+
+@pytest.mark.parametrize(("n", "n_slots", "d", "k"), [(12, 20, 0.0, 3), (30, 6, 0.3, 6)])
+def test_draws_follow_the_conditional(n, n_slots, d, k):
+    """Kolmogorov--Smirnov against the CDF of ``π(θ) h_K(θ)`` by quadrature."""
+    log_w = np.full(n_slots + 1, -np.inf)  # W(m, k; d) for m items, k = 0..L: P(K <= L)
+    log_w[1] = 0.0
+    for m in range(1, n):
+        join = np.array(
+            [math.log(m - j * d) if m - j * d > 0 else -np.inf for j in range(n_slots + 1)]
+        )
+        log_w = np.logaddexp(np.r_[-np.inf, log_w[:-1]], join + log_w)
+
+    def log_h(theta):
+        rising = [sum(math.log(theta + i * d) for i in range(1, j)) for j in range(n_slots + 1)]
+        base = math.lgamma(theta + 1) - math.lgamma(theta + n)
+        log_p = (
+            float(np.logaddexp.reduce(np.array(rising[1:]) + log_w[1:])) + base
+            if n_slots < n
+            else 0.0
+        )
+        return rising[k] + base - log_p
+
+    density = lambda t: gamma_pdf(t) * math.exp(log_h(t))  # noqa: E731
+    total = integrate.quad(density, 0, np.inf, epsabs=0, epsrel=1e-11, limit=400)[0]
+    cdf = np.vectorize(
+        lambda x: integrate.quad(density, 0, x, epsabs=0, epsrel=1e-10, limit=400)[0] / total
+    )
+    core = IntegratedConcentration(n, n_slots, d, log_gamma_prior)
+    rng = np.random.default_rng(42)
+    draws = np.array([core.draw(k, rng) for _ in range(3000)])
+    assert stats.kstest(draws, cdf).pvalue > 1e-3
+    mean = integrate.quad(lambda t: t * density(t), 0, np.inf, epsabs=0, epsrel=1e-11)[0] / total
+    assert core.posterior_mean(k) == pytest.approx(mean, rel=1e-6)
+    assert abs(draws.mean() - mean) < 4.5 * draws.std() / np.sqrt(draws.size)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="discount"):
+        IntegratedConcentration(5, 5, 1.0, log_gamma_prior)
+    with pytest.raises(ValueError, match="positive"):
+        IntegratedConcentration(0, 5, 0.0, log_gamma_prior)
+    with pytest.raises(ValueError, match="no mass"):
+        IntegratedConcentration(5, 5, 0.0, lambda t: np.full(np.shape(t), -np.inf))
+    core = IntegratedConcentration(5, 3, 0.0, log_gamma_prior)
+    with pytest.raises(ValueError, match="k must lie"):
+        core.draw(4, np.random.default_rng(0))
