@@ -143,7 +143,7 @@ def test_comparison_has_power(many_slots):
 def test_default_max_clusters_grows_slowly_with_the_lists():
     from pymc_crp.models.partial_orders import default_max_clusters
 
-    want = {3: 3, 50: 50, 300: 54, 1000: 96, 5000: 213, 10_000: 300}
+    want = {3: 3, 50: 50, 300: 72, 1000: 128, 5000: 284, 10_000: 400}
     assert {n: default_max_clusters(n) for n in want} == want
 
 

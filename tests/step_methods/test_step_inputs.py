@@ -28,6 +28,18 @@ CASES = [
     (step_on, dict(step_cls=pmc.ConcentrationGibbs, var="b"), ValueError, "scalar Gamma"),
     (
         step_on,
+        dict(step_cls=pmc.ConcentrationGivenClusters, var="mu"),
+        ValueError,
+        "ConcentrationGivenClusters needs one CRP concentration",
+    ),
+    (
+        step_on,
+        dict(step_cls=pmc.ConcentrationGivenClusters, var="p", model_fn=hpo_model),
+        ValueError,
+        "integrated",
+    ),
+    (
+        step_on,
         dict(step_cls=pmc.ConcentrationMetropolis, var="theta", proposal="x"),
         ValueError,
         "proposal",
