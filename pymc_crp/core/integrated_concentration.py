@@ -90,18 +90,18 @@ class IntegratedConcentration:
         step: float | None = None,
     ):
         self.n_items = int(n_items)
-        self.max_clusters = int(min(max_clusters, n_items))
+        self.max_blocks = int(min(max_clusters, n_items))  # the largest K
         self.truncated = int(max_clusters) < self.n_items
         self.n_slots = int(max_clusters)
         self.discount = float(discount)
-        if self.n_items < 1 or self.max_clusters < 1:
+        if self.n_items < 1 or self.max_blocks < 1:
             raise ValueError(
                 f"n_items and max_clusters must be positive, got {n_items} and {max_clusters}"
             )
         if not 0.0 <= self.discount < 1.0:
             raise ValueError(f"discount must lie in [0, 1), got {discount}")
         self._log_prior = log_prior
-        default_step = min(0.01, 0.2 / np.sqrt(self.max_clusters))
+        default_step = min(0.01, 0.2 / np.sqrt(self.max_blocks))
         self.step = float(step) if step is not None else default_step
         self._log_w = (
             log_block_count_weights(self.n_items, self.n_slots, self.discount)
@@ -132,7 +132,7 @@ class IntegratedConcentration:
     # the integrand
     # ---------------------------------------------------------------------------------------
     def _ks(self):
-        return range(1, self.max_clusters + 1)
+        return range(1, self.max_blocks + 1)
 
     def _log_base(self, x: np.ndarray) -> np.ndarray:
         """``log π(e^x) + x + log Γ(θ+1) - log Γ(θ+N) - log P(K_N <= L | θ, d)``."""
@@ -198,7 +198,7 @@ class IntegratedConcentration:
         and a positive weight lets the label moves count the visits where the truncation
         bites)."""
         out = np.ones(self.n_slots + 1)
-        top = self.max_clusters - 1
+        top = self.max_blocks - 1
         out[1 : top + 1] = np.exp(np.diff(self.log_marginals))
         out[top + 1 :] = out[top]
         return out
@@ -233,8 +233,8 @@ class IntegratedConcentration:
     def draw(self, k: int, rng: np.random.Generator, max_tries: int = 1000) -> float:
         """An exact draw of ``θ`` from ``p(θ | K = k)`` (rejection sampling, module docstring)."""
         k = int(k)
-        if not 1 <= k <= self.max_clusters:
-            raise ValueError(f"k must lie in 1..{self.max_clusters}, got {k}")
+        if not 1 <= k <= self.max_blocks:
+            raise ValueError(f"k must lie in 1..{self.max_blocks}, got {k}")
         x, v, cumulative, bound, peak = self._proposal(k)
         for _ in range(max_tries):
             u_pick, u_in, u_accept = rng.random(3)
