@@ -17,7 +17,9 @@ the place of the default one for its variables).
 Printed per variant: for each label-invariant quantity (number of clusters, largest cluster,
 partition entropy, total log-likelihood of the lists, ``p``, ``tau``, ``rho``, ``alpha``) the
 rank-normalised R-hat, bulk ESS and bulk ESS per second of sampling; the new/old ratio of ESS
-per second; ms per iteration; the agreement (ARI) of the chains' point-estimate partitions.
+per second; ms per iteration; the agreement (ARI) of the chains' point-estimate partitions and
+the split R-hat of the co-clustering indicators pooled over pairs (`psm_rhat`,
+`pmc.similarity_rhat`), which stays meaningful when the posterior is diffuse.
 A second table times one iteration of the new step set at ``max_clusters`` 10 and large.
 
     python benchmarks/po_convergence.py                  # short: 300 lists, 4 x (300 + 300)
@@ -324,6 +326,7 @@ def run(lists, n_items, args, variant, seed):
         "seconds": sampling,
         "ms_iter": 1e3 * sampling * min(args.cores, args.chains) / n_iter,
         "ari_min": float(aris.min()) if aris.size else float("nan"),
+        "psm_rhat": pmc.similarity_rhat(idata, "cluster"),
         "k_mean": float(post["n_clusters"].mean()),
         "informed": float(
             np.sum(idata.sample_stats["informed_splits"].values)
@@ -560,6 +563,8 @@ def spread(runs, seeds):
                 print(f"  R-hat {name:<16} {min(values):6.3f} .. {max(values):6.3f}")
         aris = [r["ari_min"] for r in results]
         print(f"  ARI min between chains  {min(aris):6.3f} .. {max(aris):6.3f}")
+        psm = [r["psm_rhat"] for r in results]
+        print(f"  R-hat co-clustering     {min(psm):6.3f} .. {max(psm):6.3f}")
 
 
 def report(old, new):
@@ -576,7 +581,7 @@ def report(old, new):
             f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
             f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
         )
-    for key in ("seconds", "ms_iter", "ari_min", "k_mean", "informed", "slots_full"):
+    for key in ("seconds", "ms_iter", "ari_min", "psm_rhat", "k_mean", "informed", "slots_full"):
         print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
 
 

@@ -30,6 +30,7 @@ from pymc_crp.posterior import (
     posterior_similarity,
     relabel,
     relation_probabilities,
+    similarity_rhat,
     threshold_order,
 )
 from pymc_crp.step_methods import (
@@ -113,6 +114,7 @@ __all__ = [
     "posterior_similarity",
     "relabel",
     "relation_probabilities",
+    "similarity_rhat",
     "threshold_order",
     "CRP",
     "BatchedMvNormal",

@@ -561,6 +561,24 @@ def pair_counting_ari(a, b) -> float:
     return 1.0 if top == expected else float((both - expected) / (top - expected))
 
 
+def pooled_co_clustering_split_rhat(labels) -> float:
+    """Split R-hat of the indicators ``1{c_i = c_j}`` pooled over the pairs ``i < j``, by
+    looping over the pairs: each chain ``(chain, draw, N)`` cut into its first and last
+    ``draw // 2`` draws, ``W`` the mean within-half variance (ddof 1), ``B`` the half length
+    times the variance (ddof 1) of the halves' means, each summed over the pairs, and
+    ``sqrt((n - 1)/n + B / (n W))`` (Gelman et al. 2013, section 11.4)."""
+    labels = np.asarray(labels)
+    n_draws = labels.shape[1]
+    n = n_draws // 2
+    halves = [h for c in labels for h in (c[:n], c[n_draws - n :])]
+    within = between = 0.0
+    for i, j in itertools.combinations(range(labels.shape[2]), 2):
+        x = np.array([(h[:, i] == h[:, j]).astype(float) for h in halves])
+        within += np.mean(np.var(x, axis=1, ddof=1))
+        between += n * np.var(x.mean(axis=1), ddof=1)
+    return math.sqrt((n - 1) / n + between / (n * within))
+
+
 def bivariate_normal_cdf(h, k, rho: float, one_minus_rho: float | None = None):
     """``P(X <= h, Y <= k)`` of standard normals with correlation ``ρ``, by Owen's T function
     (Owen 1956): ``½Φ(h) + ½Φ(k) - T(h, a_h) - T(k, a_k) - β`` with

@@ -7,7 +7,7 @@ orders (:mod:`.consensus`) and plots (:mod:`.plots`, imported on first use: it i
 matplotlib).
 """
 
-from pymc_crp.posterior.agreement import chain_agreement
+from pymc_crp.posterior.agreement import chain_agreement, similarity_rhat
 from pymc_crp.posterior.consensus import (
     ConsensusOrder,
     consensus_order,
@@ -39,5 +39,6 @@ __all__ = [
     "posterior_similarity",
     "relabel",
     "relation_probabilities",
+    "similarity_rhat",
     "threshold_order",
 ]

@@ -16,20 +16,50 @@ with ``L`` the Variation of Information (or Binder) loss. Chains that sample one
 give ``A ≈ 1`` when the posterior is concentrated, and equal estimates up to the estimate's
 own Monte Carlo error otherwise; a pair well below 1 means the chains sit in different modes
 of the partition (for example one chain splits a cluster the other keeps whole).
+
+When the posterior is diffuse (many small clusters that change from draw to draw), each
+chain's point estimate can fall on either side of a near tie, for example one cluster or
+``N - 1`` plus one, and the ARI between chains flips between 0 and 1 by chance.
+:func:`similarity_rhat` compares the chains' draws instead of their estimates: the split R-hat
+(Gelman et al. 2013, as in :func:`arviz.rhat` with ``method="split"``) of the co-clustering
+indicators ``x_{ij} = 1\{c_i = c_j\}``, pooled over the pairs of items. With ``M`` half-chains
+of ``n`` draws, ``S^{(m)}_{ij}`` the fraction of the draws of half-chain ``m`` that put ``i``
+and ``j`` together and ``\bar S_{ij}`` their mean,
+
+.. math::
+
+    W_{ij} = \frac1M \sum_m \frac{n}{n-1} S^{(m)}_{ij}\big(1 - S^{(m)}_{ij}\big), \qquad
+    B_{ij} = \frac{n}{M-1} \sum_m \big(S^{(m)}_{ij} - \bar S_{ij}\big)^2, \qquad
+    \hat R = \sqrt{\frac{n - 1}{n} + \frac1n \frac{\sum_{i<j} B_{ij}}{\sum_{i<j} W_{ij}}}
+
+(``W`` the within-chain variance of a Bernoulli indicator, ``B`` ``n`` times the variance of
+the half-chains' means; pairs that every draw puts together, or apart, add nothing). It is 1
+when the half-chains estimate one posterior similarity matrix up to Monte Carlo error, and
+above 1 when they sit in different regions of the partition space, however diffuse.
+
+References
+----------
+.. [1] Gelman, A., Carlin, J. B., Stern, H. S., Dunson, D. B., Vehtari, A. and Rubin, D. B.
+   (2013). *Bayesian Data Analysis*, 3rd ed., section 11.4. Chapman & Hall/CRC.
 """
 
 from __future__ import annotations
 
 import itertools
+from numbers import Integral
 
 import arviz as az
 import numpy as np
 
-from pymc_crp.posterior.diagnostics import adjusted_rand_index
-from pymc_crp.posterior.draws import posterior_variable
+from pymc_crp.posterior.diagnostics import (
+    DEFAULT_MAX_MEMORY_BYTES,
+    adjusted_rand_index,
+    posterior_similarity,
+)
+from pymc_crp.posterior.draws import label_draws, posterior_variable
 from pymc_crp.posterior.point_estimate import point_estimate_partition
 
-__all__ = ["chain_agreement"]
+__all__ = ["chain_agreement", "similarity_rhat"]
 
 
 def chain_agreement(
@@ -83,3 +113,91 @@ def chain_agreement(
     for a, b in itertools.combinations(range(len(estimates)), 2):
         ari[a, b] = ari[b, a] = adjusted_rand_index(estimates[a], estimates[b])
     return ari
+
+
+def similarity_rhat(
+    idata_or_labels,
+    var_name: str | None = None,
+    *,
+    by_item: bool = False,
+    max_memory_bytes: int = DEFAULT_MAX_MEMORY_BYTES,
+) -> float | np.ndarray:
+    """Split R-hat of the co-clustering indicators, pooled over pairs of items.
+
+    See the module docstring for the formula. Values up to about 1.01 say that the chains
+    (each split in halves) agree on the posterior similarity matrix; unlike
+    :func:`chain_agreement` it stays meaningful when the posterior is diffuse.
+
+    Parameters
+    ----------
+    idata_or_labels : InferenceData, Dataset, DataArray or array_like of int
+        Label draws of shape ``(chain, draw, N)`` (at least 4 draws per chain), or an
+        ``InferenceData`` with ``var_name``.
+    var_name : str, optional
+        Label variable (default: the only integer posterior variable).
+    by_item : bool, default False
+        Also pool per item: element ``i`` pools the pairs ``(i, j)``, ``j ≠ i`` (which items
+        the chains disagree about).
+    max_memory_bytes : int, default 1 GiB
+        Memory for the similarity rows computed at once (rows are computed in blocks, so
+        any ``N`` fits; about ``36 N`` bytes per row).
+
+    Returns
+    -------
+    float, or numpy.ndarray of shape (N,) with ``by_item=True``
+        ``1.0`` when no pair of items changes between together and apart in any draw (all
+        half-chains constant); ``nan`` for an item whose pairs never change.
+
+    Examples
+    --------
+    >>> pmc.similarity_rhat(idata, "cluster")  # doctest: +SKIP
+    1.004
+    """
+    draws = label_draws(idata_or_labels, var_name, name="idata_or_labels", flatten=False)
+    if draws.ndim != 3:
+        raise ValueError(
+            f"idata_or_labels must hold label draws of shape (chain, draw, N), got shape "
+            f"{draws.shape}"
+        )
+    if not isinstance(by_item, bool):
+        raise TypeError(f"by_item must be a bool, got {by_item!r}")
+    if isinstance(max_memory_bytes, bool) or not isinstance(max_memory_bytes, Integral):
+        raise TypeError(f"max_memory_bytes must be an integer, got {max_memory_bytes!r}")
+    n_chains, n_draws, n = draws.shape
+    half = n_draws // 2
+    if half < 2:
+        raise ValueError(
+            f"idata_or_labels must have at least 4 draws per chain to split, got {n_draws}"
+        )
+    halves = [draws[c, :half] for c in range(n_chains)]  # the middle draw of an odd count
+    halves += [draws[c, n_draws - half :] for c in range(n_chains)]  # is left out
+    n_rows = max(1, int(max_memory_bytes) // (36 * n))
+    within = np.zeros(n)
+    between = np.zeros(n)
+    for lo in range(0, n, n_rows):
+        rows = np.arange(lo, min(lo + n_rows, n))
+        budget = max(int(max_memory_bytes), 36 * rows.size * n)  # at least one row
+        total = np.zeros((rows.size, n))
+        total_sq = np.zeros((rows.size, n))
+        for h in halves:
+            s = posterior_similarity(h, rows=rows, max_memory_bytes=budget)
+            total += s
+            total_sq += s * s
+        m = len(halves)
+        mean = total / m
+        # W: the mean Bernoulli variance (ddof 1); B: n times the variance of the means
+        within[rows] = (half / (half - 1) * (total - total_sq) / m).sum(axis=1)
+        between[rows] = (half * np.maximum(total_sq - m * mean * mean, 0.0) / (m - 1)).sum(axis=1)
+    if by_item:
+        return _pooled_rhat(within, between, half, constant=np.nan)
+    return float(_pooled_rhat(within.sum(), between.sum(), half, constant=1.0))
+
+
+def _pooled_rhat(within, between, n: int, constant: float):
+    """``sqrt((n - 1 + B/W) / n)``; ``inf`` where the half-chains are constant but differ
+    (``W = 0 < B``) and ``constant`` where nothing varies (``B = W = 0``)."""
+    within, between = np.asarray(within, float), np.asarray(between, float)
+    safe = np.where(within > 0, within, 1.0)
+    ratio = np.where(within > 0, between / safe, np.where(between > 0, np.inf, 0.0))
+    rhat = np.sqrt((n - 1 + ratio) / n)
+    return np.where((within <= 0) & (between <= 0), constant, rhat)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 import pytest
-from oracles import pair_counting_ari
+from oracles import pair_counting_ari, pooled_co_clustering_split_rhat
 
 import pymc_crp as pmc
 
@@ -68,3 +68,61 @@ def test_cluster_summary_extra_scalars():
         pmc.cluster_summary(idata, "z", var_names=["z"])
     with pytest.raises(ValueError, match="var_names: 'q'"):
         pmc.cluster_summary(idata, "z", var_names=["q"])
+
+
+def test_similarity_rhat_matches_pair_loop_oracle():
+    """The pooled split R-hat against a loop over pairs and halves (odd draw count: the
+    middle draw is left out), and for two items against ArviZ's split R-hat."""
+    z = noisy_chains(BASES, draws=41, seed=5).posterior["z"].values
+    expected = pooled_co_clustering_split_rhat(z)
+    assert expected > 1.1
+    assert pmc.similarity_rhat(z) == pytest.approx(expected, rel=1e-12)
+    # rows computed in blocks of one give the same sums
+    assert pmc.similarity_rhat(z, max_memory_bytes=1) == pytest.approx(expected, rel=1e-12)
+    pair = z[:, :, [0, 9]]
+    indicator = (pair[..., 0] == pair[..., 1]).astype(float)
+    assert pmc.similarity_rhat(pair) == pytest.approx(
+        float(az.rhat(indicator, method="split")), rel=1e-12
+    )
+
+
+def test_similarity_rhat_separates_agreeing_from_disagreeing_chains():
+    """Four chains around one partition (fresh noise each draw) give R-hat within its Monte
+    Carlo spread of 1 (about 1 + 1/(2n) for independent draws); a chain that splits the
+    first block in two gives far more, and by item singles out that block's 8 items."""
+    agree = pmc.similarity_rhat(noisy_chains(BASES[:2] * 2, draws=200, seed=1), "z")
+    assert 0.99 < agree < 1.01
+    split_first = np.repeat([0, 3, 1, 2], [4, 4, 8, 8])
+    bases = BASES[:1] * 3 + (split_first,)
+    chains = noisy_chains(bases, draws=200, seed=1)
+    assert pmc.similarity_rhat(chains, "z") > 1.04  # 16 of the 276 pairs differ
+    by_item = pmc.similarity_rhat(chains, "z", by_item=True)
+    assert by_item.shape == (N,)
+    assert by_item[:8].min() > 1.1 and by_item[8:].max() < 1.01
+
+
+def test_similarity_rhat_constant_chains():
+    """Nothing varies: 1 (and nan per item); constant halves that differ: infinite."""
+    same = np.zeros((2, 6, 3), dtype=np.int64)
+    assert pmc.similarity_rhat(same) == 1.0
+    assert np.isnan(pmc.similarity_rhat(same, by_item=True)).all()
+    differ = same.copy()
+    differ[1] = [0, 1, 2]
+    assert pmc.similarity_rhat(differ) == np.inf
+    np.testing.assert_array_equal(pmc.similarity_rhat(differ, by_item=True), np.inf)
+
+
+def test_similarity_rhat_bad_input():
+    idata = noisy_chains(BASES[:2])
+    with pytest.raises(ValueError, match=r"shape \(chain, draw, N\)"):
+        pmc.similarity_rhat(np.zeros((10, 4), dtype=np.int64))
+    with pytest.raises(ValueError, match="at least 4 draws"):
+        pmc.similarity_rhat(np.zeros((2, 3, 4), dtype=np.int64))
+    with pytest.raises(TypeError, match="by_item"):
+        pmc.similarity_rhat(idata, "z", by_item=1)
+    with pytest.raises(TypeError, match="max_memory_bytes"):
+        pmc.similarity_rhat(idata, "z", max_memory_bytes=1.5)
+    with pytest.raises(ValueError, match="var_name 'q'"):
+        pmc.similarity_rhat(idata, "q")
+    with pytest.raises(TypeError, match="integer labels"):
+        pmc.similarity_rhat(np.full((2, 6, 3), 0.5))

@@ -60,6 +60,10 @@ CASES = [
     (pmc.posterior_similarity, dict(idata_or_labels=np.zeros((0, 6), int)), ValueError, "draw"),
     (pmc.posterior_similarity, dict(idata_or_labels=DRAWS, rows=[7]), ValueError, "rows"),
     (pmc.posterior_similarity, dict(idata_or_labels=DRAWS, method="x"), ValueError, "method"),
+    (pmc.similarity_rhat, dict(idata_or_labels=DRAWS[0]), ValueError, "idata_or_labels"),
+    (pmc.similarity_rhat, dict(idata_or_labels=IDATA, var_name="q"), ValueError, "var_name 'q'"),
+    (pmc.similarity_rhat, dict(idata_or_labels=IDATA, by_item="yes"), TypeError, "by_item"),
+    (pmc.similarity_rhat, dict(idata_or_labels=DRAWS - 1), ValueError, "non-negative"),
     (
         pmc.posterior_similarity,
         dict(idata_or_labels=DRAWS, max_memory_bytes=-1),
