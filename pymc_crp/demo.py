@@ -2,8 +2,9 @@
 
 Fits the clustered hierarchical partial-order model to the witness lists of the 1135 royal
 charters (15 ranked lists of bishops, shipped with the package) with ``pm.sample``, prints
-the posterior number of clusters and the hyperparameters with R-hat and ESS (and says whether
-every R-hat is at most 1.01), the point-estimate clustering of the lists with how sure the
+the posterior number of clusters and the hyperparameters with R-hat and ESS, the R-hat of the
+co-clustering indicators pooled over pairs of lists (and says whether every R-hat is at most
+1.01), the point-estimate clustering of the lists with how sure the
 posterior is of it (co-clustering probabilities), and writes plots (consensus order of each
 cluster as a Hasse diagram, posterior similarity, number of clusters by chain) to a folder it
 names.
@@ -70,7 +71,9 @@ def main(argv=None) -> az.InferenceData:
     summary = pmc.cluster_summary(idata, "cluster", var_names=["p", "tau", "rho"])
     print("\nLabel-invariant summaries (R-hat and ESS are meaningful for these):")
     print(summary[["mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat"]].to_string())
-    worst = float(summary["r_hat"].max())
+    co_clustering = pmc.similarity_rhat(idata, "cluster")
+    print(f"Co-clustering R-hat (split, pooled over the pairs of lists): {co_clustering:.3f}")
+    worst = max(float(summary["r_hat"].max()), co_clustering)
     if worst <= 1.01:
         print(f"All R-hat <= 1.01 (largest {worst:.3f}): the {args.chains} chains agree.")
     else:

@@ -9,6 +9,7 @@ def test_demo_runs_and_reports_convergence_and_uncertainty(tmp_path, capsys):
          "--output", str(tmp_path)]
     )  # fmt: skip
     out = capsys.readouterr().out
+    assert "Co-clustering R-hat" in out
     assert "R-hat" in out and ("All R-hat <= 1.01" in out or "WARNING: largest R-hat" in out)
     assert "share a cluster" in out  # the clustering comes with co-clustering probabilities
     for name in ("consensus_orders.png", "similarity.png", "n_clusters.png"):
