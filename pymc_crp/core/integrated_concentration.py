@@ -29,10 +29,22 @@ from ``p(θ | K)`` exactly. Both work on ``x = log θ``, where the integrand
 exponentially: on a uniform grid the trapezoidal rule converges geometrically in the number of
 points per standard deviation of ``x`` (``log G`` to rounding error here), and the draw is a
 rejection sampler whose proposal is the exponential interpolation of ``f_K`` between grid
-points, accepted with probability ``exp(\log f_K(x) - \text{interpolant}(x) - B)``, ``B`` an
-upper bound of the amount by which ``log f_K`` rises above its chords (``h^2/8`` times the
-largest curvature, doubled). The proposal covers the grid points within 60 nats of the largest
-value; the rest (a relative mass below ``10^{-24}``) is left out.
+points, accepted with probability ``exp(\log f_K(x) - \text{interpolant}(x) - B)``, ``B`` a
+bound of the amount by which ``log f_K`` rises above its chords: twice the larger of the
+largest rise measured at the intervals' midpoints and ``h^2/8`` times the largest curvature
+between grid points (a bound for every ``f_K`` whose curvature changes little over one
+interval, which the grid spacing ensures for a smooth prior; a draw that finds the rise above
+``B`` raises ``B`` for the later draws and warns). The proposal covers the grid points within
+60 nats of the largest value; the rest (a relative mass below ``10^{-24}`` for tails that fall
+at least as fast as ``e^{-|x|/20}``) is left out.
+
+The grid. A coarse scan of ``x`` over ``[-700, 700]`` (``θ`` from about ``10^{-304}`` to
+``10^{304}``) finds where some ``f_K`` lies within 80 nats of its peak; the uniform grid covers
+that range with a spacing of at most a tenth of the smallest standard deviation of ``x | K``
+(and at most ``min(0.01, 0.2/\sqrt L)``). A tail that is still within 60 nats of the peak at
+``θ = e^{\pm 700}`` (an improper or nearly improper prior) is refused with a ``ValueError``.
+Sums such as ``log Γ(θ+N) − log Γ(θ+1) = Σ_{i<N} \log(θ + i)`` are computed without
+cancellation for large ``θ`` (a series in ``i/θ`` where ``θ > 100 N``).
 
 Nothing here imports PyMC: the prior comes in as a vectorised function of ``θ``.
 
@@ -46,6 +58,8 @@ References
 
 from __future__ import annotations
 
+import functools
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -53,13 +67,54 @@ from scipy.special import gammaln, logsumexp
 
 from pymc_crp.core.partition_math import log_block_count_weights
 
-__all__ = ["IntegratedConcentration"]
+__all__ = ["IntegratedConcentration", "log_rising_product"]
 
 #: Nats below the largest value of ``log f_K`` beyond which the proposal leaves the grid out.
 TAIL_NATS = 60.0
-#: The grid of ``x = log θ`` is widened until ``log f_K`` at both of its ends is this many
-#: nats below its largest value for every ``K``.
+#: The grid covers every ``x`` where some ``log f_K`` lies within this many nats of its peak.
 END_NATS = 80.0
+#: The coarse scan covers ``x = log θ`` in ``[-X_LIMIT, X_LIMIT]``.
+X_LIMIT = 700.0
+COARSE_STEP = 0.05
+#: Grid points per standard deviation of ``x | K`` at least.
+POINTS_PER_SD = 10.0
+MAX_POINTS = 2_000_000
+_SERIES_TERMS = 8
+
+
+@functools.lru_cache(maxsize=4096)
+def _power_sums(k: int) -> np.ndarray:
+    """``S_p = Σ_{i=1}^{k-1} i^p`` for ``p = 1.._SERIES_TERMS``."""
+    i = np.arange(1, k, dtype=np.float64)
+    return np.array([np.sum(i**p) for p in range(1, _SERIES_TERMS + 1)])
+
+
+def log_rising_product(theta: np.ndarray, step: float, k: int) -> np.ndarray:
+    r"""``Σ_{i=1}^{k-1} \log(θ + i\,s)`` for an array of ``θ > 0`` and ``s = step >= 0``.
+
+    ``(k-1) \log θ`` for ``s = 0``; otherwise ``(k-1)\log s + \log Γ(θ/s + k) − \log Γ(θ/s + 1)``
+    where ``θ/s <= 100 k``, and ``(k-1)\log θ + Σ_{p=1}^{8} (-1)^{p+1} S_p (s/θ)^p / p``
+    (``S_p = Σ_{i<k} i^p``; the series of ``Σ_i \log(1 + i s/θ)``, truncation below
+    ``10^{-19} k``) beyond, where the difference of ``log Γ`` would cancel.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    if k <= 1:
+        return np.zeros_like(theta)
+    if step == 0.0:
+        return (k - 1) * np.log(theta)
+    ratio = step / theta
+    out = np.empty_like(theta)
+    series = ratio * k < 0.01
+    a = 1.0 / ratio[~series]
+    out[~series] = (k - 1) * np.log(step) + gammaln(a + k) - gammaln(a + 1.0)
+    if series.any():
+        r = ratio[series]
+        sums = _power_sums(int(k))
+        total = np.zeros_like(r)
+        for p in range(_SERIES_TERMS, 0, -1):  # Horner in r
+            total = (total + (-1) ** (p + 1) * sums[p - 1] / p) * r
+        out[series] = (k - 1) * np.log(theta[series]) + total
+    return out
 
 
 class IntegratedConcentration:
@@ -77,8 +132,7 @@ class IntegratedConcentration:
         ``log π(θ)`` for an array of ``θ > 0`` (the prior density of the concentration on its
         natural scale; ``-inf`` where it vanishes).
     step : float, optional
-        Spacing of the grid of ``x = log θ`` (default ``min(0.01, 0.2/sqrt(L))``: at least five
-        points per standard deviation of ``x | K``, which is about ``1/sqrt(K)``).
+        Spacing of the grid of ``x = log θ`` (default: the module docstring's rule).
     """
 
     def __init__(
@@ -100,46 +154,41 @@ class IntegratedConcentration:
             )
         if not 0.0 <= self.discount < 1.0:
             raise ValueError(f"discount must lie in [0, 1), got {discount}")
+        if step is not None and not (np.isfinite(step) and step > 0):
+            raise ValueError(f"step must be a positive number, got {step}")
         self._log_prior = log_prior
-        default_step = min(0.01, 0.2 / np.sqrt(self.max_blocks))
-        self.step = float(step) if step is not None else default_step
         self._log_w = (
             log_block_count_weights(self.n_items, self.n_slots, self.discount)
             if self.truncated
             else None
         )
-        lo, hi = -40.0, np.log(10.0 * self.n_items) + 20.0
-        for _ in range(8):
+        lo, hi = self._support()
+        self.step = min(0.01, 0.2 / np.sqrt(self.max_blocks)) if step is None else float(step)
+        while True:
             self._build_grid(lo, hi)
-            low_end, high_end = self._end_gaps()
-            if low_end >= END_NATS and high_end >= END_NATS:
+            totals, sds = self._marginals_and_sds()
+            if step is not None or self.step <= sds.min() / POINTS_PER_SD:
                 break
-            lo -= 40.0 * (low_end < END_NATS)
-            hi += 40.0 * (high_end < END_NATS)
-        else:
-            raise ValueError(
-                "the prior of the concentration has tails too heavy to integrate it out "
-                f"(log density within {END_NATS} nats of its peak at x = log θ = {lo:.0f} or "
-                f"{hi:.0f})"
-            )
+            self.step = max(sds.min() / POINTS_PER_SD, self.step / 100.0)
+            if (hi - lo) / self.step > MAX_POINTS:
+                raise ValueError(
+                    "the posterior of the concentration given the number of clusters is too "
+                    f"narrow to tabulate (standard deviation of log θ {sds.min():.2g}); fix the "
+                    "concentration or widen its prior"
+                )
         #: ``log G(K)`` for ``K = 1..L`` (index ``K - 1``), by the trapezoidal rule.
-        self.log_marginals = np.array(
-            [logsumexp(self._log_integrand_grid(k)) + np.log(self.step) for k in self._ks()]
-        )
+        self.log_marginals = totals
         self._cache: dict[int, tuple] = {}
 
     # ---------------------------------------------------------------------------------------
     # the integrand
     # ---------------------------------------------------------------------------------------
-    def _ks(self):
-        return range(1, self.max_blocks + 1)
-
     def _log_base(self, x: np.ndarray) -> np.ndarray:
         """``log π(e^x) + x + log Γ(θ+1) - log Γ(θ+N) - log P(K_N <= L | θ, d)``."""
         theta = np.exp(x)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             out = np.asarray(self._log_prior(theta), dtype=np.float64) + x
-        out = out + gammaln(theta + 1.0) - gammaln(theta + self.n_items)
+        out = out - log_rising_product(theta, 1.0, self.n_items)
         if self.truncated:
             out = out - self._log_truncation(theta)
         return np.where(np.isnan(out), -np.inf, out)
@@ -148,44 +197,68 @@ class IntegratedConcentration:
         r"""``log P(K_N <= L | θ, d)`` for an array of ``θ``:
         ``logsumexp_k [Σ_{i<k} log(θ + i d) + log W(N, k; d)] + log Γ(θ+1) − log Γ(θ+N)``."""
         total = np.full(theta.shape, -np.inf)
+        rising = np.zeros(theta.shape)
         for k in range(1, self.n_slots + 1):
-            total = np.logaddexp(total, self._log_rising(theta, k) + self._log_w[k - 1])
-        return total + gammaln(theta + 1.0) - gammaln(theta + self.n_items)
+            if k > 1:
+                rising += np.log(theta + (k - 1) * self.discount)
+            total = np.logaddexp(total, rising + self._log_w[k - 1])
+        return total - log_rising_product(theta, 1.0, self.n_items)
 
-    def _log_rising(self, theta: np.ndarray, k: int) -> np.ndarray:
-        r"""``Σ_{i=1}^{k-1} log(θ + i d)``: ``(k-1) log θ`` for ``d = 0``, else
-        ``(k-1) log d + log Γ(θ/d + k) − log Γ(θ/d + 1)``."""
-        if k == 1:
-            return np.zeros_like(theta)
-        d = self.discount
-        if d == 0.0:
-            return (k - 1) * np.log(theta)
-        return (k - 1) * np.log(d) + gammaln(theta / d + k) - gammaln(theta / d + 1.0)
+    def _each_k(self, x: np.ndarray, base: np.ndarray):
+        """``(K, log f_K(x))`` for ``K = 1..max_blocks``, the rising product accumulated."""
+        theta = np.exp(x)
+        values = base.copy()
+        for k in range(1, self.max_blocks + 1):
+            if k > 1:
+                values += np.log(theta + (k - 1) * self.discount)
+            yield k, values
+
+    def _support(self) -> tuple[float, float]:
+        """The range of ``x`` where some ``log f_K`` is within :data:`END_NATS` of its peak, on
+        a coarse grid over ``[-X_LIMIT, X_LIMIT]`` (one coarse step added on either side)."""
+        x = np.arange(-X_LIMIT, X_LIMIT + COARSE_STEP / 2, COARSE_STEP)
+        lo, hi = x.size, -1
+        for k, values in self._each_k(x, self._log_base(x)):
+            top = values.max()
+            if not np.isfinite(top):
+                raise ValueError("the prior of the concentration gives no mass to θ > 0")
+            near = np.flatnonzero(values > top - END_NATS)
+            lo, hi = min(lo, near[0]), max(hi, near[-1])
+            for end, name in ((0, "lower (θ → 0)"), (-1, "upper (θ → ∞)")):
+                if values[end] > top - TAIL_NATS:
+                    raise ValueError(
+                        f"the {name} tail of the concentration's prior is too heavy to "
+                        f"integrate it out: given K = {k} clusters the density of log θ is "
+                        f"within {TAIL_NATS:.0f} nats of its peak at θ = e^{x[end]:+.0f}; use a "
+                        "prior with lighter tails (e.g. a gamma prior)"
+                    )
+        return x[max(lo - 1, 0)], x[min(hi + 1, x.size - 1)]
 
     def _build_grid(self, lo: float, hi: float) -> None:
         n_points = int(np.ceil((hi - lo) / self.step)) + 1
         self._x = lo + self.step * np.arange(n_points)
         self._base = self._log_base(self._x)
 
-    def _log_integrand_grid(self, k: int) -> np.ndarray:
-        return self._base + self._log_rising(np.exp(self._x), k)
+    def _marginals_and_sds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``log G(K)`` by the trapezoidal rule and the standard deviation of ``x | K``, for
+        every ``K``, on the present grid."""
+        totals = np.empty(self.max_blocks)
+        sds = np.empty(self.max_blocks)
+        for k, values in self._each_k(self._x, self._base):
+            totals[k - 1] = logsumexp(values) + np.log(self.step)
+            weights = np.exp(values - values.max())
+            weights /= weights.sum()
+            mean = weights @ self._x
+            sds[k - 1] = np.sqrt(max(weights @ (self._x - mean) ** 2, 0.0))
+        return totals, sds
 
-    def _end_gaps(self) -> tuple[float, float]:
-        """The smallest gaps, over ``K``, between the peak of ``log f_K`` and its values at the
-        two ends of the grid."""
-        low = high = np.inf
-        for k in self._ks():
-            values = self._log_integrand_grid(k)
-            top = values.max()
-            if not np.isfinite(top):
-                raise ValueError("the prior of the concentration gives no mass to θ > 0")
-            low, high = min(low, top - values[0]), min(high, top - values[-1])
-        return low, high
+    def _log_integrand_grid(self, k: int) -> np.ndarray:
+        return self._base + log_rising_product(np.exp(self._x), self.discount, k)
 
     def log_integrand(self, x, k: int) -> np.ndarray:
         r"""``log f_K(x) = log π(e^x) + x + log h_K(e^x)`` at ``x = log θ``."""
         x = np.atleast_1d(np.asarray(x, dtype=np.float64))
-        return self._log_base(x) + self._log_rising(np.exp(x), k)
+        return self._log_base(x) + log_rising_product(np.exp(x), self.discount, k)
 
     # ---------------------------------------------------------------------------------------
     # what the label moves read
@@ -208,7 +281,8 @@ class IntegratedConcentration:
     # ---------------------------------------------------------------------------------------
     def _proposal(self, k: int):
         """The exponential interpolation of ``f_K`` over the grid points within
-        :data:`TAIL_NATS` of its peak: ``(x, log f, cumulative interval masses, bound)``."""
+        :data:`TAIL_NATS` of its peak: ``[x, log f, cumulative interval masses, bound, peak]``
+        (the bound from the rises at the intervals' midpoints and the curvature)."""
         found = self._cache.get(k)
         if found is not None:
             return found
@@ -216,26 +290,30 @@ class IntegratedConcentration:
         keep = np.flatnonzero(values > values.max() - TAIL_NATS)
         lo, hi = max(keep[0] - 1, 0), min(keep[-1] + 1, values.size - 1)
         x, v = self._x[lo : hi + 1], values[lo : hi + 1]
-        v = v - v.max()
+        peak = v.max()
+        v = v - peak
         delta = np.diff(v)
         # mass of each interval under exp(linear interpolation): h e^{v_i} (e^Δ - 1)/Δ
         with np.errstate(divide="ignore", invalid="ignore"):
             factor = np.where(np.abs(delta) < 1e-12, 1.0, np.expm1(delta) / delta)
         masses = self.step * np.exp(v[:-1]) * factor
+        midpoints = self.log_integrand(x[:-1] + self.step / 2, k) - peak
+        rise = np.max(midpoints - (v[:-1] + v[1:]) / 2, initial=0.0)
         curvature = np.max(-np.diff(v, 2), initial=0.0) / self.step**2
-        bound = 2.0 * self.step**2 / 8.0 * max(curvature, 0.0) + 1e-12
-        found = (x, v, np.cumsum(masses), bound, values.max())
+        bound = 2.0 * max(rise, self.step**2 / 8.0 * curvature, 0.0) + 1e-12
+        found = [x, v, np.cumsum(masses), bound, peak]
         if len(self._cache) > 64:
             self._cache.clear()
         self._cache[k] = found
         return found
 
-    def draw(self, k: int, rng: np.random.Generator, max_tries: int = 1000) -> float:
+    def draw(self, k: int, rng: np.random.Generator, max_tries: int = 10_000) -> float:
         """An exact draw of ``θ`` from ``p(θ | K = k)`` (rejection sampling, module docstring)."""
         k = int(k)
         if not 1 <= k <= self.max_blocks:
             raise ValueError(f"k must lie in 1..{self.max_blocks}, got {k}")
-        x, v, cumulative, bound, peak = self._proposal(k)
+        proposal_k = self._proposal(k)
+        x, v, cumulative, bound, peak = proposal_k
         for _ in range(max_tries):
             u_pick, u_in, u_accept = rng.random(3)
             i = min(int(np.searchsorted(cumulative, u_pick * cumulative[-1], side="right")),
@@ -247,8 +325,16 @@ class IntegratedConcentration:
                 offset = self.step * np.log1p(u_in * np.expm1(delta)) / delta
             proposal = x[i] + offset
             chord = v[i] + delta * offset / self.step
-            log_target = float(self.log_integrand(proposal, k)[0]) - peak
-            if np.log(u_accept) < log_target - chord - bound:
+            excess = float(self.log_integrand(proposal, k)[0]) - peak - chord
+            if excess > bound:  # the bound did not hold: raise it for the later draws
+                warnings.warn(
+                    f"IntegratedConcentration: log f_K rose {excess:.3g} nats above its chord, "
+                    f"more than the bound {bound:.3g} (K = {k}); the bound is raised",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                bound = proposal_k[3] = 2.0 * excess
+            if np.log(u_accept) < excess - bound:
                 return float(np.exp(proposal))
         raise RuntimeError(f"no draw of the concentration accepted in {max_tries} tries")
 

@@ -9,7 +9,10 @@ noise ``p`` have the (tempered) target
         \prod_i p(Y_i \mid h_{z_i}, p)^{β}
 
 (``K`` occupied slots; the slot factor makes every assignment of blocks to slots equally
-likely). A proposal ``p' `` is joined to ``p`` by the path ``p_0 = p, p_1, …, p_T = p'`` and
+likely). With the concentration integrated out (:mod:`pymc_crp.core.integrated_concentration`)
+the EPPF is replaced by ``G(K) ∏_k (1 - d)_{n_k - 1}`` and ``θ + d K_{-i}`` below by the
+new-cluster weight ``w(K_{-i}) = G(K_{-i} + 1)/G(K_{-i})``; the kernels read the weights only.
+A proposal ``p' `` is joined to ``p`` by the path ``p_0 = p, p_1, …, p_T = p'`` and
 the labels follow it: ``z^{(0)} = z`` and, for ``t = 1, …, T - 1``, ``z^{(t)}`` is one sweep of
 a kernel reversible for ``π(\cdot, p_t)`` started at ``z^{(t-1)}``. The end point
 ``(z^{(T-1)}, p')`` is accepted with probability ``min(1, W)``,

@@ -31,9 +31,8 @@ import pytensor.tensor as pt
 from pymc.distributions.transforms import LogTransform
 from pymc.logprob.basic import logp as rv_logp
 from pymc.model import modelcontext
-from pymc.step_methods.compound import BlockedStep, Competence
+from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pytensor.graph.traversal import ancestors
 
 from pymc_crp.core.integrated_concentration import IntegratedConcentration
 from pymc_crp.distributions.params import constant_value
@@ -82,10 +81,9 @@ def integrable_concentration(model, label_rv):
     children = dependent_terms(model, value_var, term_logps(model), exclude=(conc,))
     if children != [label_rv]:
         return None
-    others = set(model.free_RVs) | set(model.value_vars)
     prior_inputs = conc.owner.op.dist_params(conc.owner)
-    if any(v in others for v in ancestors(prior_inputs)):
-        return None  # a prior parameter depends on another variable: no fixed table
+    if any(constant_value(v, fold=True) is None for v in prior_inputs):
+        return None  # a prior parameter that can change (a variable or data): no fixed table
     return conc
 
 
@@ -124,9 +122,10 @@ def claims_concentration(var) -> bool:
 
 
 def concentration_alone_step(given, kwargs):
-    """:class:`ConcentrationGivenClusters` for ``given`` if it holds only concentrations that
-    can be integrated out (``pm.sample`` hands :class:`~pymc_crp.PartialOrderLabelGibbs` the
-    concentration alone when the labels have a step given by the user), else ``None``."""
+    """:class:`ConcentrationGivenClusters` for ``given`` (a compound step of one per
+    concentration for several) if it holds only concentrations that can be integrated out
+    (``pm.sample`` hands :class:`~pymc_crp.PartialOrderLabelGibbs` the concentration alone
+    when the labels have a step given by the user), else ``None``."""
     if given is None:
         return None
     model = modelcontext(kwargs.get("model"))
@@ -135,8 +134,12 @@ def concentration_alone_step(given, kwargs):
         concentration_labels(model, model.values_to_rvs[v]) is None for v in value_vars
     ):
         return None
-    keep = ("model", "rng", "initial_point", "compile_kwargs")
-    return ConcentrationGivenClusters(value_vars, **{k: v for k, v in kwargs.items() if k in keep})
+    keep = {k: v for k, v in kwargs.items() if k in ("model", "initial_point", "compile_kwargs")}
+    if len(value_vars) == 1:
+        return ConcentrationGivenClusters(value_vars, rng=kwargs.get("rng"), **keep)
+    rngs = get_random_generator(kwargs.get("rng")).spawn(len(value_vars))
+    pairs = zip(value_vars, rngs, strict=True)
+    return CompoundStep([ConcentrationGivenClusters([v], rng=r, **keep) for v, r in pairs])
 
 
 class IntegratedConcentrationTerm:
@@ -204,8 +207,12 @@ class ConcentrationGivenClusters(BlockedStep):
     ):  # fmt: skip
         model = modelcontext(model)
         value_vars = get_value_vars_from_user_vars(vars, model)
-        labels = concentration_labels(model, model.values_to_rvs[value_vars[0]])
-        if len(value_vars) != 1 or labels is None:
+        labels = (
+            concentration_labels(model, model.values_to_rvs[value_vars[0]])
+            if len(value_vars) == 1
+            else None
+        )
+        if labels is None:
             raise ValueError(
                 "ConcentrationGivenClusters needs one CRP concentration that can be integrated "
                 "out (a scalar with a log transform and constant prior parameters, whose only "

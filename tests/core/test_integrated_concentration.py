@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 from oracles import eppf, mixed_over_parameter, set_partitions
-from scipy import integrate, stats
+from scipy import integrate, optimize, stats
 
 from pymc_crp.core.integrated_concentration import IntegratedConcentration
 
@@ -91,6 +91,79 @@ def test_draws_follow_the_conditional(n, n_slots, d, k):
     mean = integrate.quad(lambda t: t * density(t), 0, np.inf, epsabs=0, epsrel=1e-11)[0] / total
     assert core.posterior_mean(k) == pytest.approx(mean, rel=1e-6)
     assert abs(draws.mean() - mean) < 4.5 * draws.std() / np.sqrt(draws.size)
+
+
+def log_g_by_quadrature(n, n_slots, d, k, log_prior):
+    """``log G(K)`` by adaptive quadrature over ``x = log θ``, every product summed term by
+    term (``math.fsum``) and ``P(K_N <= L | θ)`` from the recursion of the block counts."""
+    log_w = [0.0] + [-math.inf] * (n_slots - 1)  # W(m, k; d), k = 1..L, for m = 1
+    for m in range(1, n):
+        log_w = [
+            np.logaddexp(log_w[j - 1] if j else -math.inf, math.log(m - j * d - d) + log_w[j])
+            if m - j * d - d > 0
+            else (log_w[j - 1] if j else -math.inf)
+            for j in range(n_slots)
+        ]
+
+    def log_f(x):
+        theta = math.exp(x)
+        rising = [0.0]
+        for j in range(1, n_slots):
+            rising.append(rising[-1] + math.log(theta + j * d))
+        falling = math.fsum(math.log(theta + i) for i in range(1, n))
+        out = log_prior(theta) + x + rising[k - 1] - falling
+        if n_slots < n:
+            out -= float(np.logaddexp.reduce(np.add(rising, log_w))) - falling
+        return out
+
+    xs = np.linspace(-700, 700, 2801)
+    with np.errstate(over="ignore"):
+        coarse = xs[np.argmax([log_f(x) for x in xs])]
+        peak_x = optimize.minimize_scalar(
+            lambda x: -log_f(x), bounds=(coarse - 0.5, coarse + 0.5), method="bounded",
+            options={"xatol": 1e-10},
+        ).x  # fmt: skip
+    peak = log_f(peak_x)
+    offsets = np.array([0.001, 0.01, 0.1, 1.0, 10.0, 100.0])
+    edges = np.unique(
+        np.clip(np.r_[-700, peak_x - offsets, peak_x, peak_x + offsets, 700], -700, 700)
+    )
+    with np.errstate(over="ignore"):
+        value = math.fsum(
+            integrate.quad(lambda x: math.exp(log_f(x) - peak), a, b, epsabs=0, epsrel=1e-12,
+                           limit=500)[0]
+            for a, b in zip(edges[:-1], edges[1:], strict=True)
+        )  # fmt: skip
+    return math.log(value) + peak
+
+
+HEAVY_OR_NARROW = {
+    "half-Cauchy(1)": lambda t: stats.halfcauchy.logpdf(t),
+    "inverse gamma(2, 2)": lambda t: stats.invgamma.logpdf(t, 2, scale=2),
+    "gamma(0.1, 0.1)": lambda t: stats.gamma.logpdf(t, 0.1, scale=10),
+    "log-normal(log 2, 0.004)": lambda t: stats.lognorm.logpdf(t, 0.004, scale=2.0),
+}
+
+
+@pytest.mark.parametrize("name", list(HEAVY_OR_NARROW))
+@pytest.mark.parametrize(("n_slots", "d"), [(12, 0.0), (60, 0.25)])
+def test_heavy_tailed_and_narrow_priors_match_quadrature(name, n_slots, d):
+    """Tails that reach far in ``log θ`` (``θ^{-2}``, ``θ^{-3} e^{-2/θ}``, ``θ^{-0.9}`` at 0)
+    and a prior with standard deviation 0.004 in ``log θ``: the grid adapts to both."""
+    n, log_prior = 60, HEAVY_OR_NARROW[name]
+    core = IntegratedConcentration(n, n_slots, d, log_prior)
+    for k in (1, n_slots // 2, n_slots):
+        expected = log_g_by_quadrature(n, n_slots, d, k, log_prior)
+        assert core.log_marginals[k - 1] == pytest.approx(expected, abs=1e-7)
+    rng = np.random.default_rng(3)
+    draws = np.array([core.draw(n_slots // 2, rng) for _ in range(400)])
+    assert np.all(np.isfinite(draws)) and np.all(draws > 0)
+
+
+def test_nearly_improper_prior_is_refused():
+    """``π(θ) ∝ 1/θ`` on ``(0, 1)``: ``log θ | K = 1`` is flat towards ``θ → 0``."""
+    with pytest.raises(ValueError, match=r"lower \(θ → 0\) tail"):
+        IntegratedConcentration(20, 20, 0.0, lambda t: np.where(t < 1, -np.log(t), -np.inf))
 
 
 def test_bad_input():

@@ -105,6 +105,31 @@ def test_refuses_what_it_cannot_integrate():
         pmc.PartialOrderLabelGibbs([z, model["scale"]])
     with model:
         assert pmc.PartialOrderLabelGibbs.competence(alpha) == 0  # INCOMPATIBLE
+        with pytest.raises(ValueError, match="No free random variables"):
+            pmc.ConcentrationGivenClusters([])
+
+
+def test_refuses_a_prior_parameter_that_is_data():
+    """A prior parameter set by ``pm.Data`` can change after the table of ``log G(K)`` is made
+    (``pm.set_data``): the concentration keeps a step of its own."""
+    with pm.Model() as model:
+        shape = pm.Data("shape", SHAPE)
+        alpha = pm.Gamma("alpha", shape, RATE)
+        z = pmc.CRP("z", alpha, discount=0.0, max_clusters=6, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((6, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+    with model, pytest.raises(ValueError, match="alpha.*concentration"):
+        pmc.PartialOrderLabelGibbs([z, alpha])
+    with model:
+        assert pmc.PartialOrderLabelGibbs.competence(alpha) == 0
+    assert pmc.step_methods.concentration_given_clusters.integrable_concentration(model, z) is None
+    constant = tiny_model(6, 0.0)
+    assert (
+        pmc.step_methods.concentration_given_clusters.integrable_concentration(
+            constant, constant["z"]
+        )
+        is constant["alpha"]
+    )
 
 
 def test_same_seed_same_concentration_draws():
