@@ -41,10 +41,14 @@ at least as fast as ``e^{-|x|/20}``) is left out.
 The grid. A coarse scan of ``x`` over ``[-700, 700]`` (``θ`` from about ``10^{-304}`` to
 ``10^{304}``) finds where some ``f_K`` lies within 80 nats of its peak; the uniform grid covers
 that range with a spacing of at most a tenth of the smallest standard deviation of ``x | K``
-(and at most ``min(0.01, 0.2/\sqrt L)``). A tail that is still within 60 nats of the peak at
-``θ = e^{\pm 700}`` (an improper or nearly improper prior) is refused with a ``ValueError``.
-Sums such as ``log Γ(θ+N) − log Γ(θ+1) = Σ_{i<N} \log(θ + i)`` are computed without
-cancellation for large ``θ`` (a series in ``i/θ`` where ``θ > 100 N``).
+(and at most ``min(0.01, 0.2/\sqrt L)``), halved until the trapezoidal sums with spacings
+``h`` and ``2h`` agree to rounding error. A prior is refused with a ``ValueError`` when the mass
+of some ``f_K`` beyond ``θ = e^{\pm 700}``, estimated from its slope there, is not below
+``e^{-30}`` times its peak density (an improper or nearly improper prior), and when its density
+vanishes inside the grid (a bounded support). Modes of the prior narrower than the coarse
+scan's spacing (0.05 in ``log θ``) can be missed. Sums such as ``log Γ(θ+N) − log Γ(θ+1) =
+Σ_{i<N} \log(θ + i)`` are computed as series in ``i/θ`` where ``θ > 100 N``, where the
+difference of ``log Γ`` would cancel (relative error below ``10^{-12}``).
 
 Nothing here imports PyMC: the prior comes in as a vectorised function of ``θ``.
 
@@ -71,6 +75,9 @@ __all__ = ["IntegratedConcentration", "log_rising_product"]
 
 #: Nats below the largest value of ``log f_K`` beyond which the proposal leaves the grid out.
 TAIL_NATS = 60.0
+#: A prior is refused when the mass of ``f_K`` beyond ``θ = e^{±X_LIMIT}``, estimated from the
+#: slope of ``log f_K`` there, exceeds ``e^{-LOST_NATS}`` times its peak density.
+LOST_NATS = 30.0
 #: The grid covers every ``x`` where some ``log f_K`` lies within this many nats of its peak.
 END_NATS = 80.0
 #: The coarse scan covers ``x = log θ`` in ``[-X_LIMIT, X_LIMIT]``.
@@ -102,13 +109,12 @@ def log_rising_product(theta: np.ndarray, step: float, k: int) -> np.ndarray:
         return np.zeros_like(theta)
     if step == 0.0:
         return (k - 1) * np.log(theta)
-    ratio = step / theta
     out = np.empty_like(theta)
-    series = ratio * k < 0.01
-    a = 1.0 / ratio[~series]
+    series = theta > 100.0 * k * step
+    a = theta[~series] / step
     out[~series] = (k - 1) * np.log(step) + gammaln(a + k) - gammaln(a + 1.0)
     if series.any():
-        r = ratio[series]
+        r = step / theta[series]
         sums = _power_sums(int(k))
         total = np.zeros_like(r)
         for p in range(_SERIES_TERMS, 0, -1):  # Horner in r
@@ -166,10 +172,19 @@ class IntegratedConcentration:
         self.step = min(0.01, 0.2 / np.sqrt(self.max_blocks)) if step is None else float(step)
         while True:
             self._build_grid(lo, hi)
-            totals, sds = self._marginals_and_sds()
-            if step is not None or self.step <= sds.min() / POINTS_PER_SD:
+            if not np.all(np.isfinite(self._base)):
+                raise ValueError(
+                    "the prior density of the concentration must be positive on (0, ∞) to "
+                    "integrate it out (it vanishes next to where the posterior has mass)"
+                )
+            totals, sds, halved = self._marginals_and_sds()
+            resolved = self.step <= 1.05 * sds.min() / POINTS_PER_SD
+            # step h against 2h, to rounding error (log G is of the order of N log N)
+            converged = np.all(np.abs(totals - halved) < 1e-10 + 1e-14 * np.abs(totals))
+            if step is not None or (resolved and converged):
                 break
-            self.step = max(sds.min() / POINTS_PER_SD, self.step / 100.0)
+            target = 0.9 * sds.min() / POINTS_PER_SD if not resolved else self.step / 2.0
+            self.step = max(target, self.step / 100.0)
             if (hi - lo) / self.step > MAX_POINTS:
                 raise ValueError(
                     "the posterior of the concentration given the number of clusters is too "
@@ -224,13 +239,18 @@ class IntegratedConcentration:
                 raise ValueError("the prior of the concentration gives no mass to θ > 0")
             near = np.flatnonzero(values > top - END_NATS)
             lo, hi = min(lo, near[0]), max(hi, near[-1])
-            for end, name in ((0, "lower (θ → 0)"), (-1, "upper (θ → ∞)")):
-                if values[end] > top - TAIL_NATS:
+            for end, inward, name in ((0, 1, "lower (θ → 0)"), (-1, -2, "upper (θ → ∞)")):
+                if values[end] <= top - END_NATS:
+                    continue
+                slope = (values[inward] - values[end]) / COARSE_STEP  # decay towards the end
+                lost = values[end] - np.log(slope) if slope > 0 else np.inf
+                if lost > top - LOST_NATS:
                     raise ValueError(
                         f"the {name} tail of the concentration's prior is too heavy to "
                         f"integrate it out: given K = {k} clusters the density of log θ is "
-                        f"within {TAIL_NATS:.0f} nats of its peak at θ = e^{x[end]:+.0f}; use a "
-                        "prior with lighter tails (e.g. a gamma prior)"
+                        f"{top - values[end]:.0f} nats below its peak at θ = e^{x[end]:+.0f}, "
+                        "decaying too slowly to leave out what lies beyond; use a prior with "
+                        "lighter tails"
                     )
         return x[max(lo - 1, 0)], x[min(hi + 1, x.size - 1)]
 
@@ -240,17 +260,19 @@ class IntegratedConcentration:
         self._base = self._log_base(self._x)
 
     def _marginals_and_sds(self) -> tuple[np.ndarray, np.ndarray]:
-        """``log G(K)`` by the trapezoidal rule and the standard deviation of ``x | K``, for
-        every ``K``, on the present grid."""
+        """``log G(K)`` by the trapezoidal rule, the standard deviation of ``x | K`` and
+        ``log G(K)`` from every other grid point (step ``2h``), for every ``K``."""
         totals = np.empty(self.max_blocks)
+        halved = np.empty(self.max_blocks)
         sds = np.empty(self.max_blocks)
         for k, values in self._each_k(self._x, self._base):
             totals[k - 1] = logsumexp(values) + np.log(self.step)
+            halved[k - 1] = logsumexp(values[::2]) + np.log(2.0 * self.step)
             weights = np.exp(values - values.max())
             weights /= weights.sum()
-            mean = weights @ self._x
-            sds[k - 1] = np.sqrt(max(weights @ (self._x - mean) ** 2, 0.0))
-        return totals, sds
+            mean = np.sum(weights * self._x)
+            sds[k - 1] = np.sqrt(max(np.sum(weights * (self._x - mean) ** 2), 0.0))
+        return totals, sds, halved
 
     def _log_integrand_grid(self, k: int) -> np.ndarray:
         return self._base + log_rising_product(np.exp(self._x), self.discount, k)

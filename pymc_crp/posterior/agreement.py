@@ -140,7 +140,9 @@ def similarity_rhat(
         the chains disagree about).
     max_memory_bytes : int, default 1 GiB
         Memory for the similarity rows computed at once (rows are computed in blocks, so
-        any ``N`` fits; about ``36 N`` bytes per row).
+        any ``N`` fits; about ``48 N`` bytes per row).
+
+    With one chain the two halves are compared (where :func:`arviz.rhat` gives ``nan``).
 
     Returns
     -------
@@ -171,23 +173,26 @@ def similarity_rhat(
         )
     halves = [draws[c, :half] for c in range(n_chains)]  # the middle draw of an odd count
     halves += [draws[c, n_draws - half :] for c in range(n_chains)]  # is left out
-    n_rows = max(1, int(max_memory_bytes) // (36 * n))
+    # per element of a block of rows: the two sums (16 bytes) and posterior_similarity's
+    # result, accumulator and working copy (about 12 + 8 + 8 bytes)
+    n_rows = max(1, int(max_memory_bytes) // (48 * n))
     within = np.zeros(n)
     between = np.zeros(n)
+    m = len(halves)
     for lo in range(0, n, n_rows):
         rows = np.arange(lo, min(lo + n_rows, n))
-        budget = max(int(max_memory_bytes), 36 * rows.size * n)  # at least one row
+        budget = max(int(max_memory_bytes) - 16 * rows.size * n, 32 * rows.size * n)
         total = np.zeros((rows.size, n))
         total_sq = np.zeros((rows.size, n))
         for h in halves:
             s = posterior_similarity(h, rows=rows, max_memory_bytes=budget)
             total += s
-            total_sq += s * s
-        m = len(halves)
-        mean = total / m
+            total_sq += np.multiply(s, s, out=s)
         # W: the mean Bernoulli variance (ddof 1); B: n times the variance of the means
-        within[rows] = (half / (half - 1) * (total - total_sq) / m).sum(axis=1)
-        between[rows] = (half * np.maximum(total_sq - m * mean * mean, 0.0) / (m - 1)).sum(axis=1)
+        within[rows] = (half / (half - 1) / m) * (total - total_sq).sum(axis=1)
+        np.multiply(total, total, out=total)  # (Σ S)²: Σ (S - mean)² = Σ S² - (Σ S)² / m
+        spread = np.maximum(total_sq - total / m, 0.0)
+        between[rows] = (half / (m - 1)) * spread.sum(axis=1)
     if by_item:
         return _pooled_rhat(within, between, half, constant=np.nan)
     return float(_pooled_rhat(within.sum(), between.sum(), half, constant=1.0))

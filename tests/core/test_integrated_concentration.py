@@ -2,6 +2,7 @@
 quadrature of the EPPF (tests/oracles.py; independent of the package)."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -160,10 +161,19 @@ def test_heavy_tailed_and_narrow_priors_match_quadrature(name, n_slots, d):
     assert np.all(np.isfinite(draws)) and np.all(draws > 0)
 
 
-def test_nearly_improper_prior_is_refused():
-    """``π(θ) ∝ 1/θ`` on ``(0, 1)``: ``log θ | K = 1`` is flat towards ``θ → 0``."""
+def test_nearly_improper_and_bounded_priors_are_refused():
+    """``π(θ) ∝ 1/θ`` on ``(0, 1)``: ``log θ | K = 1`` is flat towards ``θ → 0``; a uniform
+    prior on ``(1, 5)`` vanishes where the posterior has mass. A proper gamma prior whose lower
+    tail in ``log θ`` falls only at rate 0.05 is accepted (what lies below ``θ = e^{-700}`` is
+    ``e^{-32}`` of the peak)."""
     with pytest.raises(ValueError, match=r"lower \(θ → 0\) tail"):
         IntegratedConcentration(20, 20, 0.0, lambda t: np.where(t < 1, -np.log(t), -np.inf))
+    with pytest.raises(ValueError, match=r"positive on \(0, ∞\)"):
+        IntegratedConcentration(20, 20, 0.0, lambda t: stats.uniform.logpdf(t, 1, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warnings either
+        core = IntegratedConcentration(300, 50, 0.0, lambda t: stats.gamma.logpdf(t, 0.05))
+    assert np.all(np.isfinite(core.log_marginals))
 
 
 def test_bad_input():
