@@ -169,12 +169,19 @@ class IntegratedConcentrationTerm:
         theta = pt.dvector(f"{conc.name}_grid")
         prior = rv_logp(conc, theta)  # a graph of the grid alone (constant parameters)
         log_prior = pytensor.function([theta], prior, **(compile_kwargs or {}))
-        self.core = IntegratedConcentration(
-            int(constant_value(params.n, fold=True)),
-            int(constant_value(params.max_clusters, fold=True)),
-            float(constant_value(params.discount, fold=True)),
-            lambda values: log_prior(np.asarray(values, dtype=np.float64)),
-        )
+        try:
+            self.core = IntegratedConcentration(
+                int(constant_value(params.n, fold=True)),
+                int(constant_value(params.max_clusters, fold=True)),
+                float(constant_value(params.discount, fold=True)),
+                lambda values: log_prior(np.asarray(values, dtype=np.float64)),
+            )
+        except ValueError as err:
+            raise ValueError(
+                f"the concentration {conc.name} of {label_rv.name} cannot be integrated out: "
+                f"{err}. Give {conc.name} a step of its own, e.g. "
+                f"step=[pmc.ConcentrationMetropolis([{conc.name}])] in pm.sample"
+            ) from err
         self._weights = self.core.new_cluster_weights()
 
     def new_cluster_weights(self) -> np.ndarray:
