@@ -187,9 +187,10 @@ class IntegratedConcentration:
             self.step = max(target, self.step / 100.0)
             if (hi - lo) / self.step > MAX_POINTS:
                 raise ValueError(
-                    "the posterior of the concentration given the number of clusters is too "
-                    f"narrow to tabulate (standard deviation of log θ {sds.min():.2g}); fix the "
-                    "concentration or widen its prior"
+                    "the density of the concentration given the number of clusters could not "
+                    f"be tabulated to rounding error within {MAX_POINTS:,} grid points "
+                    f"(smallest standard deviation of log θ | K: {sds.min():.2g}); fix the "
+                    "concentration or give it a wider, smoother prior"
                 )
         #: ``log G(K)`` for ``K = 1..L`` (index ``K - 1``), by the trapezoidal rule.
         self.log_marginals = totals
