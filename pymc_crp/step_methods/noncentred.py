@@ -65,13 +65,24 @@ density. Over 100 items (1,000 lists, the state of ``benchmarks/po_convergence.p
 --many-items 100``; medians of 3 alternated runs of 30 iterations) the ``τ`` step went from
 7.1 to 4.3 ms per step at 160 slots (5.7 of them occupied) and from 6.9 to 5.1 ms at the
 default 96 (8.9 occupied); ``ρ`` from 10.1 to 6.2 and from 10.0 to 7.5 ms. What is left is
-the list likelihoods of the occupied slots' new orders at each evaluation, and the centred
-update, which evaluates the prior of every slot (empty slots do not cancel there).
+the list likelihoods of the occupied slots' new orders at each evaluation.
 
-Each step makes the centred random-walk update (:class:`HyperparameterMetropolis`) and then
-the non-centred one; both leave the posterior invariant, and together they mix whether the
-data are weak (non-centred wins) or strong (centred wins) — the interweaving strategy of Yu
-and Meng (2011). By default the non-centred update is not the random walk above but a
+Each step makes the centred random-walk update and then the non-centred one; both leave the
+posterior invariant, and together they mix whether the data are weak (non-centred wins) or
+strong (centred wins) — the interweaving strategy of Yu and Meng (2011). The centred update
+holds ``U0`` and the occupied slots' utilities (so no list changes) and, with the structure
+above, maps the *empty* slots as the non-centred move does, keeping their whitened values:
+for ``τ`` by the map above, for ``ρ`` by ``U'^{(a)} = μ + M(U^{(a)} - μ)`` with ``μ = τU0``
+held. Their prior times the Jacobian cancels as above, so the ratio is that of the
+hyperparameter's prior (with its transform's Jacobian), ``U0``'s prior and the occupied
+slots' prior only. Holding the empty slots instead (the plain centred random walk of
+:class:`HyperparameterMetropolis`, which the step makes when it does not recognise the
+structure) is exact as well but conditions ``ρ`` and ``τ`` on the empty slots' utilities,
+which are fresh prior draws at the present value (the label and ``U0`` steps redraw them):
+with ``L - K`` empty slots of ``M K`` values each, the centred move then sees ``L`` slots'
+worth of evidence for the value it starts from, and barely moves once ``L`` is large.
+
+By default the non-centred update is not the random walk above but a
 univariate slice-sampling draw (stepping out and shrinkage, Neal 2003) of ``v'`` from
 
 .. math:: f(v') \propto π(v', U'(v'), U0'(v'))\,|\det M(v \to v')|^{n}
@@ -117,6 +128,7 @@ from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.core.utility_hierarchy import last_axis_mean
+from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalParams
 from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
@@ -158,17 +170,20 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
-def _joint_logp_function(model, compile_kwargs):
+def _joint_logp_function(model, compile_kwargs, lists: bool = True):
     """Compiled sums ``(rest, lists)`` of every term that depends on a non-centred
     hyperparameter of ``model`` or on the utilities it moves (terms that a move leaves
-    unchanged cancel in the ratio), the :class:`~pymc_crp.PartialOrderLists` terms apart.
+    unchanged cancel in the ratio), the :class:`~pymc_crp.PartialOrderLists` terms apart;
+    with ``lists=False`` the sum ``rest`` alone (the centred moves, which hold the utilities
+    and so every list's likelihood).
 
-    One function serves all of the model's non-centred hyperparameters; it is compiled once
-    per model (and rebuilt if the model changes). It takes any number of slots for slot
-    utilities whose value variable does not fix it (the moves over the occupied slots)."""
+    One function of each kind serves all of the model's non-centred hyperparameters; it is
+    compiled once per model (and rebuilt if the model changes). It takes any number of slots
+    for slot utilities whose value variable does not fix it (the moves over the occupied
+    slots)."""
     signature, terms = moved_terms(model)
     # One compiled joint log-density per model, shared by rho and tau.
-    cache = REGISTRY.cache(model, "noncentred_joint_logp")
+    cache = REGISTRY.cache(model, "noncentred_joint_logp" if lists else "noncentred_rest_logp")
     if (
         "function" in cache
         and same_signature(cache["signature"], signature)
@@ -177,11 +192,10 @@ def _joint_logp_function(model, compile_kwargs):
         return cache["function"]
     logps = term_logps(model)
     zero = pt.constant(0.0, dtype="float64")
-    parts = [  # the rest and the list likelihoods (tempered by the step)
-        sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero),
-        sum((pt.sum(logps[t]) for t in terms if is_list_term(t)), zero),
-    ]
-    function = compile_point_function(model, parts, compile_kwargs)
+    parts = [sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero)]
+    if lists:  # the list likelihoods apart (tempered by the step)
+        parts.append(sum((pt.sum(logps[t]) for t in terms if is_list_term(t)), zero))
+    function = compile_point_function(model, parts if lists else parts[0], compile_kwargs)
     cache.update(signature=signature, compile_kwargs=compile_kwargs, function=function)
     return function
 
@@ -274,40 +288,56 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self._joint_parts = _joint_logp_function(model, compile_kwargs)
         occupied = OccupiedSlotTerms.find(model, role.utilities)
         self._occupied = None  # the full joint density while checking
+        self._centred_occupied = False
         if occupied is not None:
             initial_point = kwargs.get("initial_point") or model.initial_point(random_seed=0)
-            if self._occupied_differences_agree(occupied, initial_point):
-                self._occupied = occupied
+            point = occupied.check_point(initial_point)
+            if self._occupied_differences_agree(occupied, point):
+                self._occupied = self._slot_terms = occupied
+                self._rest_logp = _joint_logp_function(model, compile_kwargs, lists=False)
+                (slot_rv,) = [
+                    v for v in role.utilities if model.rvs_to_values[v].name == occupied.slot_name
+                ]
+                (mean,) = model.replace_rvs_by_values(
+                    [EquicorrelatedNormalParams.from_rv(slot_rv).mu]
+                )
+                self._slot_mean = compile_point_function(
+                    model, pt.cast(mean, "float64"), compile_kwargs
+                )
+                self._centred_occupied = (
+                    self.proposal == "transformed" and self._centred_differences_agree(point)
+                )
 
-    def _occupied_differences_agree(self, occupied, initial_point) -> bool:
-        """Whether differences of the occupied-slot density between proposed values equal
-        those of the full joint density (the empty slots cancel), checked at a random point
-        (shaped like ``initial_point``) with the lists in the first half of the slots, for
-        three proposed values."""
-        rng = np.random.default_rng(0)
-        point = {
-            name: 0.5 * rng.standard_normal(np.shape(v)) if np.asarray(v).dtype.kind == "f" else v
-            for name, v in initial_point.items()
-        }
-        labels = point[occupied.labels_name]
-        n_slots = point[occupied.slot_name].shape[0]
-        point[occupied.labels_name] = rng.integers((n_slots + 1) // 2, size=labels.shape).astype(
-            labels.dtype
-        )
+    def _occupied_differences_agree(self, occupied, point) -> bool:
+        """Whether differences of the non-centred move's density over the occupied slots
+        between proposed values equal those of the full joint density (the empty slots
+        cancel), at ``point`` (``OccupiedSlotTerms.check_point``)."""
         if self.kind == "shrinkage" and self._utility_names != [occupied.slot_name]:
             return False
-        value = float(point[self._value_name])
-        old = float(self._from_value(np.asarray(value)))
+        old = float(self._from_value(np.asarray(point[self._value_name])))
         full, gathered = _FullMove(self, point, old), _OccupiedMove(self, point, old, occupied)
+        return self._differences_agree(point, full.log_density, gathered.log_density)
+
+    def _centred_differences_agree(self, point) -> bool:
+        """Whether differences of the centred move's density over the occupied slots equal
+        those of the full joint density at the proposals with the empty slots mapped (plus the
+        map's log-Jacobian), at ``point`` (``OccupiedSlotTerms.check_point``)."""
+        old = float(self._from_value(np.asarray(point[self._value_name])))
+        full, gathered = self._centred_density(point, old, True), self._centred_density(point, old)
+        return self._differences_agree(point, full, gathered)
+
+    def _differences_agree(self, point, full, gathered) -> bool:
+        """Whether ``gathered(v', θ') - gathered(v, θ)`` equals ``full(v', θ') - full(v, θ)``
+        (to 1e-9) for two proposed unconstrained values ``v'`` from the value ``v`` of
+        ``point``, all densities finite (a graph that needs every slot fails here)."""
+        value = float(point[self._value_name])
         densities = []
         for shift in (0.0, 0.7, -1.3):
             new = float(self._from_value(np.asarray(value + shift)))
             if not 0.0 < new < 1.0:
                 return False
-            try:  # e.g. a graph that needs every slot
-                densities.append(
-                    [move.log_density(value + shift, new) for move in (full, gathered)]
-                )
+            try:
+                densities.append([f(value + shift, new) for f in (full, gathered)])
             except (AssertionError, IndexError, TypeError, ValueError):
                 return False
         densities = np.array(densities)
@@ -317,12 +347,89 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             and np.allclose(differences[:, 1], differences[:, 0], rtol=1e-9, atol=1e-8)
         )
 
+    def _centred_density(self, point, old: float, full: bool = False):
+        """``f(v', θ')``, the log-density of the centred move from ``point`` (hyperparameter
+        ``old``) to the unconstrained value ``v'`` (hyperparameter ``θ'``) up to a constant:
+        the terms of the hyperparameter, ``U0`` and the occupied slots at the gathered point
+        (the lists do not change), or with ``full`` (or when the step evaluates the full
+        joint density) the full joint density with the empty slots mapped plus the map's
+        log-Jacobian."""
+        terms = self._slot_terms
+        if not full and self._occupied is not None:
+            slots, labels = terms.gather(point)
+            gathered = terms.gathered_point(point, point[terms.slot_name][slots], labels)
+            return lambda value, new: self._centred_logp(gathered, value)
+
+        def full_density(value, new):
+            at = dict(point)
+            at[terms.slot_name], log_det = self._empty_slots_mapped(point, old, new)
+            at[self._value_name] = np.asarray(value, dtype=np.float64)
+            return self._joint_logp(at) + log_det
+
+        return full_density
+
+    def _empty_slots_mapped(self, point, old: float, new: float) -> tuple[np.ndarray, float]:
+        """The slot utilities of ``point`` with the empty slots (no list's label) mapped to
+        the hyperparameter ``new`` keeping their whitened values, the occupied ones and
+        ``U0`` held; and the map's log-Jacobian. For ``τ``: ``U' = τ'U0 + r(U - τU0)``;
+        for ``ρ``: ``U' = μ + M(U - μ)``, ``μ`` the slot prior's mean (module docstring)."""
+        terms = self._slot_terms
+        utilities = np.array(point[terms.slot_name], dtype=np.float64, copy=True)
+        empty = np.ones(utilities.shape[0], dtype=bool)
+        empty[point[terms.labels_name]] = False
+        if self.kind == "shrinkage":
+            mapped, log_det = shrinkage_map(utilities[empty], point[self._mean_name], old, new)
+        else:
+            mean = np.asarray(self._slot_mean(point))
+            if mean.ndim == utilities.ndim:  # a broadcastable slot axis (the same for every slot)
+                mean = mean[0]
+            mean = np.broadcast_to(mean, utilities.shape[1:])
+            deviations, log_det = correlation_map(utilities[empty] - mean, old, new)
+            mapped = mean + deviations
+        utilities[empty] = mapped
+        return utilities, log_det
+
+    def _centred_logp(self, gathered, value: float) -> float:
+        """The density of the centred move over the occupied slots at the unconstrained value
+        ``value``: the hyperparameter's prior with its Jacobian, ``U0``'s prior and the
+        occupied slots' prior (the lists do not change)."""
+        at = dict(gathered)
+        at[self._value_name] = np.asarray(value, dtype=np.float64)
+        total = float(self._rest_logp(at))
+        return -math.inf if math.isnan(total) else total
+
+    def _centred_occupied_move(self, point):
+        """One centred random-walk move of the unconstrained value with the occupied slots'
+        utilities held and the empty slots mapped (:meth:`_empty_slots_mapped`), accepted
+        with the ratio of :meth:`_centred_logp`: the empty slots' prior times the map's
+        Jacobian does not depend on the proposed value (module docstring)."""
+        value = float(point[self._value_name])
+        proposed_value = value + self.scale * self.rng.standard_normal()
+        old = float(self._from_value(np.asarray(value)))
+        new = float(self._from_value(np.asarray(proposed_value)))
+        accepted = False
+        if 0.0 < min(old, new) and max(old, new) < 1.0:  # the maps need the open interval
+            density = self._centred_density(point, old)
+            accepted = accept(density(proposed_value, new) - density(value, old), self.rng)
+            if accepted:
+                point = dict(point)
+                point[self._slot_terms.slot_name], _ = self._empty_slots_mapped(point, old, new)
+                point[self._value_name] = np.asarray(proposed_value, dtype=np.float64)
+        if self.tune and self.adaptive:
+            self.scale = self._tuner.record(self.scale, accepted)
+        prefix = self.stats_prefix
+        return point, [{f"{prefix}accepted": accepted, f"{prefix}scale": self.scale}]
+
     def _update(self, point, current: float | None = None):
         """One update: ``repeats`` centred random-walk moves (the utilities held, so no list
-        is evaluated), then the non-centred move (which changes the utilities, so the log
+        is evaluated; over the occupied slots with the empty ones mapped where the model
+        allows it), then the non-centred move (which changes the utilities, so the log
         target after it is not returned)."""
         for _ in range(self.repeats):
-            point, (stats,), current = super()._update(point, current)
+            if self._centred_occupied:
+                point, (stats,) = self._centred_occupied_move(point)
+            else:
+                point, (stats,), current = super()._update(point, current)
         if self.noncentred_move == "slice":
             point, accepted, evaluations = self._slice_move(point)
         else:

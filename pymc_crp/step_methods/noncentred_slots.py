@@ -156,3 +156,19 @@ class OccupiedSlotTerms:
         gathered[self.slot_name] = utilities
         gathered[self.labels_name] = labels
         return gathered
+
+    def check_point(self, initial_point) -> dict:
+        """A random point shaped like ``initial_point`` (standard deviation 0.5 on the float
+        values) whose lists sit in the first half of the slots: where a step checks that its
+        densities over the occupied slots differ as the full joint density does."""
+        rng = np.random.default_rng(0)
+        point = {
+            name: 0.5 * rng.standard_normal(np.shape(v)) if np.asarray(v).dtype.kind == "f" else v
+            for name, v in initial_point.items()
+        }
+        labels = point[self.labels_name]
+        n_slots = point[self.slot_name].shape[0]
+        point[self.labels_name] = rng.integers((n_slots + 1) // 2, size=labels.shape).astype(
+            labels.dtype
+        )
+        return point

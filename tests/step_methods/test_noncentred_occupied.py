@@ -12,6 +12,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+from scipy import stats
 
 import pymc_crp as pmc
 from pymc_crp.roles import HyperparameterRole, set_role
@@ -136,7 +137,9 @@ def hand_built(shift, dims=True):
 def test_recognised_structures_and_fallbacks():
     # the hand-built model is recognised; with a slot mean the maps do not whiten, it is not
     assert all(s._occupied is not None for s in steps(hand_built(0.0)).values())
+    assert all(s._centred_occupied for s in steps(hand_built(0.0)).values())
     assert all(s._occupied is None for s in steps(hand_built(0.5)).values())
+    assert not any(s._centred_occupied for s in steps(hand_built(0.5)).values())
     # the number of slots fixed in the value variable's type: not recognised
     assert all(s._occupied is None for s in steps(hand_built(0.0, dims=False)).values())
     # the lists read G^-1(Phi(U)) + x beta: not recognised
@@ -145,7 +148,7 @@ def test_recognised_structures_and_fallbacks():
     # one order (no slots)
     single = pmc.models.partial_order([[0, 1, 2], [2, 0]], 3, n_dims=2)
     (step,) = steps(single).values()
-    assert step._occupied is None
+    assert step._occupied is None and not step._centred_occupied
     point = single.initial_point(random_seed=0)
     assert isinstance(step._move(point, 0.5), _FullMove)
 
@@ -176,3 +179,140 @@ def test_same_seed_same_draws_and_full_path_agrees():
     for name in first:
         np.testing.assert_array_equal(first[name], again[name])
         np.testing.assert_allclose(first[name], full[name], rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["rho", "tau"])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_centred_move_over_occupied_slots(name, seed):
+    """The centred move holds the occupied slots and ``U0`` and maps the empty slots keeping
+    their whitened values; differences of its density over the occupied slots equal those of
+    the full model density at the mapped points plus the empty slots' log-Jacobian."""
+    model = clustered_model()
+    step = steps(model)[name]
+    assert step._centred_occupied
+    point = random_point(model, seed)
+    value_name = step._value_name
+    value = float(point[value_name])
+    old = float(step._from_value(np.asarray(value)))
+    gathered, full = step._centred_density(point, old), step._centred_density(point, old, True)
+    new_values = value + np.array([0.0, 0.9, -1.4])
+    news = [float(step._from_value(np.asarray(v))) for v in new_values]
+    g = np.array([gathered(v, t) for v, t in zip(new_values, news, strict=True)])
+    f = np.array([full(v, t) for v, t in zip(new_values, news, strict=True)])
+    np.testing.assert_allclose(g[1:] - g[0], f[1:] - f[0], rtol=1e-9, atol=1e-8)
+    assert abs((g[1] - g[0]) - (g[2] - g[0])) > 1e-3  # the density does depend on the value
+    mapped, _ = step._empty_slots_mapped(point, old, news[1])
+    occupied = np.unique(point["cluster"])
+    empty = np.setdiff1d(np.arange(N_SLOTS), occupied)
+    np.testing.assert_array_equal(mapped[occupied], point["U"][occupied])
+    rho = 1 / (1 + np.exp(-float(point["rho_logodds__"])))
+    tau = 1 / (1 + np.exp(-float(point["tau_interval__"])))
+
+    def whitened(u, rho, tau):  # A^-1 (u - tau U0) / sqrt(1 - tau^2), by the eigenvectors
+        d = (u - tau * point["U0"]) / math.sqrt(1 - tau**2)
+        mean = d.mean(axis=-1, keepdims=True)
+        return mean / math.sqrt(1 + 2 * rho) + (d - mean) / math.sqrt(1 - rho)
+
+    new_rho, new_tau = (news[1], tau) if name == "rho" else (rho, news[1])
+    np.testing.assert_allclose(
+        whitened(mapped[empty], new_rho, new_tau), whitened(point["U"][empty], rho, tau)
+    )
+
+
+def _equicorrelated_draw(rng, shape, rho):
+    """Draws of ``N(0, Σ_ρ)`` over the last axis: ``√(1-ρ) P⊥ z + √(1+(K-1)ρ) P₁ z``."""
+    z = rng.standard_normal(shape)
+    mean = z.mean(axis=-1, keepdims=True)
+    return math.sqrt(1 - rho) * (z - mean) + math.sqrt(1 + (shape[-1] - 1) * rho) * mean
+
+
+@pytest.mark.parametrize("name", ["rho", "tau"])
+def test_centred_move_keeps_the_prior_invariant(name):
+    """One centred move from exact prior draws of ``(ρ, τ, U0, U)`` (the lists do not enter
+    the move) leaves them prior draws: ``ρ`` (``τ``) keeps its Beta(2, 2) (uniform) marginal,
+    and the empty slots' squared whitened deviations under the *new* value are chi-square,
+    also among the accepted moves up and down (holding the empty slots unmapped would put
+    their mean at ``(1-ρ)/(1-ρ')`` of it)."""
+    rng = np.random.default_rng(21)
+    lists = [rng.permutation(6)[: 3 + i % 4].tolist() for i in range(30)]
+    model = pmc.models.clustered_partial_orders(
+        lists, 6, n_dims=3, max_clusters=N_SLOTS, rho_prior=(2.0, 2.0)
+    )
+    step = steps(model)[name]
+    step.tune, step.scale = False, 1.2
+    assert step._centred_occupied
+    point = random_point(model, 0)
+    empty = np.setdiff1d(np.arange(N_SLOTS), point["cluster"])
+    n_items, k = point["U0"].shape
+    moves, values, perp, along = [], [], [], []
+    for _ in range(1500):
+        rho, tau = rng.beta(2.0, 2.0), rng.uniform()
+        u0 = _equicorrelated_draw(rng, (n_items, k), rho)
+        point["U"] = tau * u0 + math.sqrt(1 - tau**2) * _equicorrelated_draw(
+            rng, (N_SLOTS, n_items, k), rho
+        )
+        point.update(U0=u0, rho_logodds__=np.asarray(math.log(rho / (1 - rho))))
+        point["tau_interval__"] = np.asarray(math.log(tau / (1 - tau)))
+        old = rho if name == "rho" else tau
+        new_point, _ = step._centred_occupied_move(point)
+        new = float(step._from_value(new_point[step._value_name]))
+        new_rho, new_tau = (new, tau) if name == "rho" else (rho, new)
+        np.testing.assert_array_equal(new_point["U0"], u0)
+        d = (new_point["U"][empty] - new_tau * u0) / math.sqrt(1 - new_tau**2)
+        mean = d.mean(axis=-1, keepdims=True)
+        perp.append(np.sum((d - mean) ** 2) / (1 - new_rho) / (empty.size * n_items * (k - 1)))
+        along.append(np.sum(k * mean**2) / (1 + (k - 1) * new_rho) / (empty.size * n_items))
+        moves.append(np.sign(new - old))
+        values.append(new)
+    moves, values = np.array(moves), np.array(values)
+    perp, along = np.array(perp), np.array(along)
+    assert 300 < np.sum(moves > 0) and 300 < np.sum(moves < 0)  # accepted both ways
+    prior = stats.beta(2.0, 2.0) if name == "rho" else stats.uniform()
+    assert stats.kstest(values, prior.cdf).pvalue > 1e-3
+    dof = {"perp": empty.size * n_items * (k - 1), "along": empty.size * n_items}
+    for label, stat in (("perp", perp), ("along", along)):
+        se = math.sqrt(2.0 / dof[label])  # sd of a chi-square over its degrees of freedom
+        for subset in (moves > 0, moves < 0, moves == 0):
+            z = (stat[subset].mean() - 1.0) / (se / math.sqrt(subset.sum()))
+            assert abs(z) < 4.5, (label, z)
+
+
+@pytest.mark.slow
+def test_centred_moves_keep_the_prior_when_lists_carry_no_information():
+    """With ``p = 1`` the lists carry no information and the labels follow the CRP, so the
+    posterior of ``rho`` is its Beta(2, 2) prior and that of ``tau`` is uniform. The
+    non-centred moves are switched off (a scale of 1e-12, not tuned), so the centred moves over
+    the occupied slots, with the empty slots mapped, are what moves ``rho`` and ``tau``."""
+    from test_noncentred import check_quantiles
+
+    rng = np.random.default_rng(4)
+    lists = [rng.permutation(4)[: 2 + i % 3].tolist() for i in range(8)]
+    model = pmc.models.clustered_partial_orders(
+        lists, 4, n_dims=3, noise=1.0, rho_prior=(2.0, 2.0), max_clusters=8
+    )
+    with model:
+        hyper = [
+            pmc.NonCentredHyperparameterMetropolis(
+                [model[name]],
+                noncentred_move="metropolis",
+                noncentred_scale=1e-12,
+                scale=1.0,
+                tune=False,
+            )
+            for name in ("rho", "tau")
+        ]
+        assert all(s._centred_occupied for s in hyper)
+        idata = pm.sample(
+            1500,
+            tune=300,
+            chains=2,
+            cores=1,
+            step=hyper,
+            random_seed=5,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    grid = np.linspace(1e-5, 1 - 1e-5, 20_001)
+    for name, density in (("rho", stats.beta.pdf(grid, 2, 2)), ("tau", np.ones_like(grid))):
+        assert not check_quantiles(idata.posterior[name].values, grid, density), name
+    assert check_quantiles(idata.posterior["rho"].values, grid, stats.beta.pdf(grid, 2, 2.6))
