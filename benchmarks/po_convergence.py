@@ -135,6 +135,15 @@ def variant_steps(model, variant):
                 pmc.PartialOrderLabelGibbs([model["cluster"]]),
                 pmc.ConcentrationGibbs([model["alpha"]]),
             ]
+    elif variant == "heldempty":  # the centred moves of rho and tau before the empty slots
+        with model:  # were mapped: they held the empty slots (nineteenth session)
+            step = [
+                pmc.NonCentredHyperparameterMetropolis([model[name]])
+                for name in ("rho", "tau")
+                if name in model.named_vars
+            ]
+        for hyperparameter_step in step:
+            hyperparameter_step._centred_occupied = False
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
