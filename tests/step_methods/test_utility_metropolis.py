@@ -275,16 +275,22 @@ def test_hyperparameter_repeats_are_that_many_updates(monkeypatch):
     calls = {"centred": 0, "noncentred": 0}
     step = pmc.NonCentredHyperparameterMetropolis([model["tau"]], model=model, repeats=3)
     centred, slice_move = pmc.HyperparameterMetropolis._update, step._slice_move
+    centred_occupied = step._centred_occupied_move
 
     def count_centred(self, pt, current=None):
         calls["centred"] += 1
         return centred(self, pt, current)
+
+    def count_centred_occupied(pt):
+        calls["centred"] += 1
+        return centred_occupied(pt)
 
     def count_slice(pt):
         calls["noncentred"] += 1
         return slice_move(pt)
 
     monkeypatch.setattr(pmc.HyperparameterMetropolis, "_update", count_centred)
+    monkeypatch.setattr(step, "_centred_occupied_move", count_centred_occupied)
     monkeypatch.setattr(step, "_slice_move", count_slice)
     step.step(dict(point))
     assert calls == {"centred": 9, "noncentred": 3}
