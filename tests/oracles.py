@@ -480,8 +480,9 @@ def truncated_equicorrelated_mean(mean, rho: float, scale: float, start, n_draws
     return x.mean(axis=0), x.std(axis=0), x.shape[0]
 
 
-def _equicorrelated_prior_draws(mean, rho: float, scale: float, n_draws, seed):
-    """``n_draws`` i.i.d. ``(M, K)`` matrices whose rows are ``N(mean_j, scale² Σ_ρ)``."""
+def equicorrelated_prior_draws(mean, rho: float, scale: float, n_draws, seed):
+    """``n_draws`` i.i.d. ``(M, K)`` matrices whose rows are ``N(mean_j, scale² Σ_ρ)`` (``seed``: a
+    seed or a generator)."""
     rng = np.random.default_rng(seed)
     mean = np.asarray(mean, dtype=float)
     n_items, n_dims = mean.shape
@@ -493,7 +494,7 @@ def _equicorrelated_prior_draws(mean, rho: float, scale: float, n_draws, seed):
 def truncated_equicorrelated_draws(mean, rho: float, scale: float, start, n_draws, seed=0):
     """The draws kept by :func:`truncated_equicorrelated_mean`'s rejection: i.i.d. ``(M, K)``
     matrices from the prior conditioned on the columns' rank patterns of ``start``."""
-    x = _equicorrelated_prior_draws(mean, rho, scale, n_draws, seed)
+    x = equicorrelated_prior_draws(mean, rho, scale, n_draws, seed)
     n_dims = x.shape[-1]
     pattern = np.argsort(np.asarray(start, dtype=float), axis=0)
     kept = np.ones(n_draws, dtype=bool)
@@ -509,7 +510,7 @@ def dominance_conditioned_equicorrelated_draws(
     """I.i.d. ``(M, K)`` matrices from ``N(mean, scale² Σ_ρ)`` (rows independent) conditioned
     on the dominance order of ``start`` (``i ≻ j`` iff row ``i`` exceeds row ``j`` in every
     column), by rejection."""
-    x = _equicorrelated_prior_draws(mean, rho, scale, n_draws, seed)
+    x = equicorrelated_prior_draws(mean, rho, scale, n_draws, seed)
     start = np.asarray(start, dtype=float)
     want = np.all(start[:, None, :] > start[None, :, :], axis=2)
     got = np.all(x[:, :, None, :] > x[:, None, :, :], axis=3)
