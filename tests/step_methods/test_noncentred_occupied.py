@@ -12,7 +12,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from oracles import equicorrelated_prior_draws
+from mc_checks import quantile_failures
+from oracles import equicorrelated_prior_draws, gaussian_log_density
 from scipy import stats
 
 import pymc_crp as pmc
@@ -311,3 +312,50 @@ def test_centred_moves_keep_the_prior_when_lists_carry_no_information():
     for name, density in (("rho", stats.beta.pdf(grid, 2, 2)), ("tau", np.ones_like(grid))):
         assert not check_quantiles(idata.posterior[name].values, grid, density), name
     assert check_quantiles(idata.posterior["rho"].values, grid, stats.beta.pdf(grid, 2, 2.6))
+
+
+@pytest.mark.parametrize("name", ["rho", "tau"])
+def test_repeated_centred_moves_target_the_conditional_given_the_occupied_slots(name):
+    """The centred move alone, repeated, holds ``U0`` and the occupied slots, so its chain must
+    target ``p(ρ | U0, U_occ)`` (``p(τ | U0, U_occ)``), computed here by quadrature with the
+    oracles' Gaussian density: the empty slots, mapped keeping their whitened values, must not
+    enter. A ratio with the empty slots' density at their unmapped values (9 of 12 slots) would
+    pull the chain towards where it started."""
+    rng = np.random.default_rng(7)
+    lists = [rng.permutation(6)[: 3 + i % 4].tolist() for i in range(30)]
+    model = pmc.models.clustered_partial_orders(
+        lists, 6, n_dims=3, max_clusters=N_SLOTS, rho_prior=(2.0, 2.0)
+    )
+    step = steps(model)[name]
+    step.tune, step.scale = False, 1.0
+    assert step._centred_occupied
+    point = random_point(model, 3)
+    rho0, tau0 = 0.4, 0.6
+    n_items, k = point["U0"].shape
+    u0 = equicorrelated_prior_draws(np.zeros((n_items, k)), rho0, 1.0, 1, rng)[0]
+    point["U"] = equicorrelated_prior_draws(tau0 * u0, rho0, math.sqrt(1 - tau0**2), N_SLOTS, rng)
+    point.update(U0=u0, rho_logodds__=np.asarray(math.log(rho0 / (1 - rho0))))
+    point["tau_interval__"] = np.asarray(math.log(tau0 / (1 - tau0)))
+    occupied = np.unique(point["cluster"])
+    u_occ = point["U"][occupied]
+
+    def log_target(value):
+        rho, tau = (value, tau0) if name == "rho" else (rho0, value)
+        sigma = (1 - rho) * np.eye(k) + rho
+        lp = math.log(stats.beta.pdf(rho, 2, 2)) if name == "rho" else 0.0
+        for j in range(n_items):
+            if name == "rho":
+                lp += gaussian_log_density(u0[j], sigma)
+            for u in u_occ:
+                lp += gaussian_log_density(u[j] - tau * u0[j], (1 - tau**2) * sigma)
+        return lp
+
+    grid = np.linspace(1e-4, 1 - 1e-4, 4001)
+    log_density = np.array([log_target(v) for v in grid])
+    density = np.exp(log_density - log_density.max())
+    draws = []
+    for _ in range(6000):
+        point, _ = step._centred_occupied_move(point)
+        draws.append(float(step._from_value(point[step._value_name])))
+    np.testing.assert_array_equal(point["U"][occupied], u_occ)
+    assert not quantile_failures(np.array(draws)[None], grid, density, 4.5, check_mean=True)
