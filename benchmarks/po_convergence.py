@@ -144,6 +144,13 @@ def variant_steps(model, variant):
             ]
         for hyperparameter_step in step:
             hyperparameter_step._centred_occupied = False
+    elif variant.startswith("marg"):  # new, with N utility proposals per anchored slot with
+        with model:  # the labels of the movable lists summed out (twentieth session)
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"], model["alpha"]], marginal_utility_moves=int(variant[4:])
+                )
+            ]
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
@@ -457,7 +464,9 @@ def main():
         nargs="+",
         default=["new"],
         help="new (the default steps), alpha (the default before the concentration was "
-        "integrated out of the label moves: Escobar-West on alpha), prev (the defaults before "
+        "integrated out of the label moves: Escobar-West on alpha), margN (N utility "
+        "proposals per anchored slot with the movable lists' labels summed out), prev (the "
+        "defaults before "
         "utility_moves=1 and five "
         "updates of p), gibbsN (coordinate Gibbs of N items per slot), cellsN (N scans of"
         " within-interval utility draws; cells0 is the utility step before them), auxN (N"

@@ -394,6 +394,26 @@ def exact_clustered_total_orders(
     return _clustered_exchangeable_orders(lik, theta, d)
 
 
+def exact_clustered_total_orders_joint(lists, n_items: int, p: float, theta: float, d: float):
+    """The joint posterior of the partition and the blocks' total orders of
+    :func:`exact_clustered_total_orders`: a list of ``(blocks, orders)`` (``orders[b]`` the
+    index into ``itertools.permutations(range(n_items))`` of block ``b``'s order, best first)
+    and their probabilities."""
+    perms = list(itertools.permutations(range(n_items)))
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    states, weights = [], []
+    for blocks in set_partitions(len(lists)):
+        prior = eppf([len(b) for b in blocks], theta, d) / len(perms) ** len(blocks)
+        for orders in itertools.product(range(len(perms)), repeat=len(blocks)):
+            weight = prior
+            for b, s in zip(blocks, orders, strict=True):
+                weight *= float(np.prod(lik[b, s]))
+            states.append((blocks, orders))
+            weights.append(weight)
+    weights = np.array(weights)
+    return states, weights / weights.sum()
+
+
 def exact_clustered_total_orders_random_concentration(
     lists, n_items: int, p: float, shape: float, rate: float, d: float, n_slots: int
 ):

@@ -93,6 +93,7 @@ from pymc_crp.step_methods.model_graph import (
 )
 from pymc_crp.step_methods.noise_labels import NoiseLabelMoves
 from pymc_crp.step_methods.po_annealed_split_merge import ANNEALED_FROM, AnnealedSplitMerge
+from pymc_crp.step_methods.po_marginal_utilities import MarginalUtilityMoves
 from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge, SplitMergeState
 from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
 from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
@@ -132,10 +133,17 @@ class PartialOrderLabelState(StepMethodState):
     _noise_tuner: ScaleTuner
     _noise_utilities: Any  # the path's UtilityMetropolis (its own state) or None
     _between_utilities: Any  # the UtilityMetropolis between groups of rounds, or None
+    marginal_scale: float
+    _marginal_tuner: ScaleTuner
 
 
 class PartialOrderLabelGibbs(
-    PriorSplitMerge, InformedSplitMerge, AnnealedSplitMerge, NoiseLabelMoves, BlockedStep
+    PriorSplitMerge,
+    InformedSplitMerge,
+    AnnealedSplitMerge,
+    NoiseLabelMoves,
+    MarginalUtilityMoves,
+    BlockedStep,
 ):
     """Algorithm 8 label sweeps for clustered partial orders (see the module docstring).
 
@@ -257,6 +265,14 @@ class PartialOrderLabelGibbs(
         within a partition, not the odds of the annealed start (the annealed split--merge
         moves, ``tune_annealed_split_merge``, merge such a split). 0 makes all rounds at the
         utilities the step starts from.
+    marginal_utility_moves : int, default 0
+        Proposals per anchored slot of the utility moves with the labels of the movable lists
+        summed out, made after the rounds
+        (:mod:`pymc_crp.step_methods.po_marginal_utilities`); 0 makes none.
+    anchor_fraction : float, default 0.3
+        The probability that a list is an anchor (its label held) in those moves.
+    marginal_scale : float, default 0.2
+        The initial scale ``b`` of their proposals (adapted while PyMC tunes).
     sweep : bool, default True
         Make the Algorithm 8 sweep (``False`` leaves only the merge--split moves, which are
         irreducible on their own; for tests).
@@ -320,6 +336,9 @@ class PartialOrderLabelGibbs(
         noise_scale: float = 0.3,
         noise_item_sweeps: int = 0,
         noise_all_slots: bool = False,
+        marginal_utility_moves: int = 0,
+        anchor_fraction: float = 0.3,
+        marginal_scale: float = 0.2,
         model=None,
         rng=None,
         initial_point=None,
@@ -413,11 +432,13 @@ class PartialOrderLabelGibbs(
             isinstance(utility_rv.owner.op, EquicorrelatedNormalRV), self._term.lists.shape[0],
         )  # fmt: skip
         self._annealed_rate = self.annealed_split_merge  # the rate of the present step
+        self._marginal_setup(marginal_utility_moves, anchor_fraction, marginal_scale)
         self._informed_setup(
             model, utility_rv, compile_kwargs, {"informed_split_merge": informed_split_merge},
             {
                 "annealed_split_merge": self.annealed_split_merge,
                 "tune_annealed_split_merge": self.tune_annealed_split_merge,
+                "marginal_utility_moves": self.marginal_utility_moves,
             },
         )  # fmt: skip
         self.noise_all_slots = bool(noise_all_slots)
@@ -476,6 +497,8 @@ class PartialOrderLabelGibbs(
                 point, labels, utilities, noise, new_weights, discount, n_rounds, tally,
                 group == 0,
             )  # fmt: skip
+        if self.marginal_utility_moves:
+            self._marginal_moves(point, labels, utilities, noise, discount)
         merges, splits, refused, informed_merges, informed_splits, n_full = (
             int(v) for v in tally[:6]
         )

@@ -1,0 +1,145 @@
+r"""Utility moves of the label step with the labels of most lists summed out.
+
+The occupied slots' utilities ``U`` and the labels ``c`` are strongly coupled: given the
+labels a large cluster's order is pinned by its lists, and given the orders the lists re-sort
+at once, so the alternation of the two follows the ridge between them slowly. On data that no
+few partial orders generate (many clusters, each list fitting several) a list stays in its
+cluster with probability 0.3--0.4 given the orders, so the utilities' conditional with the
+labels *summed out* is much wider than with the labels held.
+:class:`MarginalUtilityMoves` gives :class:`~pymc_crp.PartialOrderLabelGibbs` such moves.
+
+**Auxiliary weights.** Under the Pitman--Yor CRP (truncated at ``L`` slots) the label prior
+depends on the cluster sizes through ``∏_k Γ(n_k - d)`` and otherwise on ``K`` only. Given the
+labels, draw ``G_k ~ Gamma(n_k - d, 1)`` independently for the occupied slots; then
+
+.. math:: p(c)\, p(G \mid c) \propto f(K) \prod_k G_k^{\,n_k - d - 1} e^{-G_k},
+
+so among label vectors with the same occupied slots ``p(c | G) ∝ ∏_i G_{c_i}``: the lists'
+labels are independent given ``G`` (and the utilities), as in a finite mixture.
+
+**Anchors.** Each list is an anchor with probability ``a``, independently of the state. A
+slot holding an anchor is *anchored*; the *movable* lists are the non-anchors in anchored
+slots. Holding the anchors' labels and those of the lists in unanchored slots, and letting
+the movable lists take any anchored slot, keeps every occupied slot occupied (each anchored
+slot keeps its anchors) and every other label: on this set of label vectors, which the move
+never leaves, ``K`` is fixed and
+
+.. math::
+
+    P(c_i = k \mid G, U) = \frac{G_k\, ℓ_{ik}}{S_i}, \qquad
+    S_i = \sum_{j \text{ anchored}} G_j\, ℓ_{ij}, \qquad ℓ_{ik} = p(Y_i \mid h(U_k), p)^β
+
+for a movable list ``i``, independently. Summing them out leaves the target of the anchored
+slots' utilities
+
+.. math::
+
+    π(U \mid G, \cdot) \propto \prod_{k \text{ anchored}} p(U_k \mid \cdot)
+    \prod_{i \text{ anchor}} ℓ_{i c_i} \prod_{i \text{ movable}} S_i .
+
+**The move.** Draw the anchors and ``G``; for each anchored slot in random order make
+``marginal_utility_moves`` preconditioned Crank--Nicolson proposals
+``U'_k = m + √(1-b²)(U_k - m) + b(D - m)`` (``D`` a draw of the slot prior ``N(m, ·)``,
+reversible for it), accepted with the ratio of the two products above (the anchors of ``k``
+and every ``S_i``); then draw the movable lists' labels from their conditional. Each proposal
+keeps ``π(U | G, ·)`` invariant and the labels are then an exact draw given ``U``, so the move
+is a joint update of ``(U, c)`` from their conditional given ``G`` and the held labels, and
+``G``, drawn from its exact conditional, is dropped afterwards (data augmentation). ``β`` is
+the step's likelihood temperature times its annealing factor; ``b`` adapts towards an
+acceptance rate of 0.3 while PyMC tunes. A proposal costs one order's likelihood column over
+the lists of the anchored slots.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import logsumexp
+
+from pymc_crp.step_methods.metropolis import ScaleTuner, accept
+
+__all__ = ["MarginalUtilityMoves"]
+
+#: Acceptance rate the proposals' scale ``b`` adapts towards while PyMC tunes.
+TARGET_ACCEPTANCE = 0.3
+
+
+class MarginalUtilityMoves:
+    """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: the move of the module docstring.
+    Reads the step's ``rng``, ``tune``, ``n_slots``, ``_column``, ``_slot_prior`` and
+    ``_prior_draws``."""
+
+    def _marginal_setup(self, moves, anchor_fraction, scale) -> None:
+        """Check and store the options (``scale``: the initial ``b``)."""
+        if isinstance(moves, bool) or not isinstance(moves, Integral) or moves < 0:
+            raise ValueError(
+                f"marginal_utility_moves must be a non-negative integer, got {moves!r}"
+            )
+        for name, value in (("anchor_fraction", anchor_fraction), ("marginal_scale", scale)):
+            if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
+                raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
+        self.marginal_utility_moves = int(moves)
+        self.anchor_fraction = float(anchor_fraction)
+        self.marginal_scale = float(scale)
+        self._marginal_tuner = ScaleTuner(TARGET_ACCEPTANCE, upper=0.999)
+        self.marginal_counts = np.zeros(3, dtype=np.int64)  # proposed, accepted, relabelled
+
+    def _marginal_moves(self, point, labels, utilities, noise, discount) -> None:
+        """The move (labels and utilities in place); adds to ``marginal_counts``."""
+        rng, n_slots = self.rng, self.n_slots
+        anchors = rng.random(labels.shape[0]) < self.anchor_fraction
+        is_anchored = np.bincount(labels[anchors], minlength=n_slots) > 0
+        anchored = np.flatnonzero(is_anchored)
+        rows = np.flatnonzero(is_anchored[labels])  # the lists of the anchored slots
+        movable = ~anchors[rows]
+        if anchored.size < 2 or not movable.any():
+            return
+        counts = np.bincount(labels, minlength=n_slots)[anchored]
+        log_g = np.log(rng.gamma(counts - discount))
+        ll = np.stack([self._column(utilities[k], rows, noise) for k in anchored], axis=1)
+        weighted = ll[movable] + log_g  # log G_j ℓ_ij of the movable lists
+        prior = self._slot_prior(point)
+        draws, used = self._prior_draws(point), 0
+        b = self.marginal_scale
+        shrink = math.sqrt(1.0 - b * b)
+        tried = accepted = 0
+        for j in rng.permutation(anchored.size):
+            slot = anchored[j]
+            own = ~movable & (labels[rows] == slot)  # the slot's anchors
+            others = logsumexp(np.delete(weighted, j, axis=1), axis=1)
+            log_s = np.logaddexp(others, weighted[:, j])
+            for _ in range(self.marginal_utility_moves):
+                if used == draws.shape[0]:
+                    draws, used = self._prior_draws(point), 0
+                draw, used = draws[used], used + 1
+                proposal = (
+                    prior.mean + shrink * (utilities[slot] - prior.mean) + b * (draw - prior.mean)
+                )
+                column = self._column(proposal, rows, noise)
+                new_s = np.logaddexp(others, column[movable] + log_g[j])
+                log_ratio = np.sum(column[own] - ll[own, j]) + np.sum(new_s - log_s)
+                tried += 1
+                if accept(float(log_ratio), rng):
+                    accepted += 1
+                    utilities[slot] = proposal
+                    ll[:, j] = column
+                    weighted[:, j] = column[movable] + log_g[j]
+                    log_s = new_s
+        # the movable lists' labels from their conditional given G and the utilities
+        probs = np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
+        picks = np.minimum(
+            (rng.random(probs.shape[0])[:, None] > np.cumsum(probs, axis=1)).sum(axis=1),
+            anchored.size - 1,
+        )
+        new_labels = anchored[picks]
+        moved_rows = rows[movable]
+        self.marginal_counts += (
+            tried,
+            accepted,
+            np.count_nonzero(new_labels != labels[moved_rows]),
+        )
+        labels[moved_rows] = new_labels
+        if self.tune and tried:
+            self.marginal_scale = self._marginal_tuner.record(b, accepted, tried)
