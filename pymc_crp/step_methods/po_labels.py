@@ -30,7 +30,10 @@ each utility step leaves the posterior invariant, so their composition does too.
 between the split and the merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`),
 which merge a group split by an incomparable pair of items; ``informed_split_merge`` adds
 split--merge proposals whose new cluster's utilities are fitted to its lists by a restricted
-Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`; off by default, measured not to pay).
+Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`; off by default, measured not to pay);
+``marginal_utility_moves`` adds, after the rounds, proposals of the anchored slots' utilities
+with the labels of the other lists summed out, then those labels drawn
+(:mod:`pymc_crp.step_methods.po_marginal_utilities`; off by default).
 
 Given the CRP's concentration ``θ`` as well (as ``pm.sample`` does in those models when the
 discount is fixed), the step integrates ``θ`` out of every label move, weighing a new cluster
@@ -236,16 +239,10 @@ class PartialOrderLabelGibbs(
         the pool has ``1/(L - K)`` of the birth mass).
     sweeps : int, default 8
         Rounds of the label moves (merge--split proposals and the sweep) per step, the
-        occupied slots' utilities held within each group of rounds (``utility_moves``). With
-        the utilities' exact Hamiltonian trajectories
-        (:class:`~pymc_crp.UtilityMetropolis`), more rounds keep the chains of the annealed
-        start in one partition more often: on 1,000 simulated rankings (4 chains x (1,000 +
-        1,000)) one round split the chains between two partitions on 3 of 6 sampler seeds
-        and three rounds on none of 7, but R-hat of ``τ`` stayed up to 1.036. Eight rounds
-        (with the five list-free cycles of :class:`~pymc_crp.UtilityMeanGibbs`) held one
-        partition on 5 of 6 seeded runs, with R-hat <= 1.011 for every label summary, ``p``,
-        ``τ``, ``ρ`` and the concentration on those 5, at 1.6--1.8 times the time of three
-        rounds (``benchmarks/README.md``).
+        occupied slots' utilities held within each group of rounds (``utility_moves``). More
+        rounds keep the chains of the annealed start in one partition more often (eight held
+        one partition on 5 of 6 seeded runs of 1,000 simulated rankings, at 1.6--1.8 times
+        the time of three; ``benchmarks/README.md``).
     tune_sweeps : int, optional
         Rounds per step while PyMC tunes (default ``sweeps``). The partition a chain settles
         in is decided during the annealed start (``anneal``); more rounds there cost tuning
@@ -256,15 +253,9 @@ class PartialOrderLabelGibbs(
         utilities between the rounds of label moves, which are split into ``utility_moves +
         1`` groups (an iteration with PyMC's own utility step then alternates labels and
         utilities twice). The labels and the occupied slots' utilities are strongly coupled:
-        on 1,000 simulated rankings (4 chains x (1,000 + 1,000), one seed) one move between
-        two groups of four rounds raised the bulk ESS per second of the number of clusters,
-        the partition entropy, the log-likelihood and ``τ`` 1.34--1.95 times, at 1.2 times
-        the time per iteration (``benchmarks/README.md``). The chains of the annealed
-        start still settle now and then in a partition with a planted group split in two (3
-        of 23 seeded runs of these and nearby settings): the alternation raises the ESS
-        within a partition, not the odds of the annealed start (the annealed split--merge
-        moves, ``tune_annealed_split_merge``, merge such a split). 0 makes all rounds at the
-        utilities the step starts from.
+        one move between two groups of four rounds raised the bulk ESS per second of the label
+        summaries and ``τ`` 1.34--1.95 times at 1.2 times the time per iteration
+        (``benchmarks/README.md``). 0 makes all rounds at the utilities the step starts from.
     marginal_utility_moves : int, default 0
         Proposals per anchored slot of the utility moves with the labels of the movable lists
         summed out, made after the rounds

@@ -221,6 +221,20 @@ def test_centred_move_over_occupied_slots(name, seed):
     )
 
 
+def beta_prior_step(name, seed, scale):
+    """``(rng, model, step)``: the clustered model with ``rho ~ Beta(2, 2)`` and the untuned
+    step of ``name`` with the centred move over the occupied slots at ``scale``."""
+    rng = np.random.default_rng(seed)
+    lists = [rng.permutation(6)[: 3 + i % 4].tolist() for i in range(30)]
+    model = pmc.models.clustered_partial_orders(
+        lists, 6, n_dims=3, max_clusters=N_SLOTS, rho_prior=(2.0, 2.0)
+    )
+    step = steps(model)[name]
+    step.tune, step.scale = False, scale
+    assert step._centred_occupied
+    return rng, model, step
+
+
 @pytest.mark.parametrize("name", ["rho", "tau"])
 def test_centred_move_keeps_the_prior_invariant(name):
     """One centred move from exact prior draws of ``(ρ, τ, U0, U)`` (the lists do not enter
@@ -228,14 +242,7 @@ def test_centred_move_keeps_the_prior_invariant(name):
     and the empty slots' squared whitened deviations under the *new* value are chi-square,
     also among the accepted moves up and down (holding the empty slots unmapped would put
     their mean at ``(1-ρ)/(1-ρ')`` of it)."""
-    rng = np.random.default_rng(21)
-    lists = [rng.permutation(6)[: 3 + i % 4].tolist() for i in range(30)]
-    model = pmc.models.clustered_partial_orders(
-        lists, 6, n_dims=3, max_clusters=N_SLOTS, rho_prior=(2.0, 2.0)
-    )
-    step = steps(model)[name]
-    step.tune, step.scale = False, 1.2
-    assert step._centred_occupied
+    rng, model, step = beta_prior_step(name, 21, 1.2)
     point = random_point(model, 0)
     empty = np.setdiff1d(np.arange(N_SLOTS), point["cluster"])
     n_items, k = point["U0"].shape
@@ -321,14 +328,7 @@ def test_repeated_centred_moves_target_the_conditional_given_the_occupied_slots(
     oracles' Gaussian density: the empty slots, mapped keeping their whitened values, must not
     enter. A ratio with the empty slots' density at their unmapped values (9 of 12 slots) would
     pull the chain towards where it started."""
-    rng = np.random.default_rng(7)
-    lists = [rng.permutation(6)[: 3 + i % 4].tolist() for i in range(30)]
-    model = pmc.models.clustered_partial_orders(
-        lists, 6, n_dims=3, max_clusters=N_SLOTS, rho_prior=(2.0, 2.0)
-    )
-    step = steps(model)[name]
-    step.tune, step.scale = False, 1.0
-    assert step._centred_occupied
+    rng, model, step = beta_prior_step(name, 7, 1.0)
     point = random_point(model, 3)
     rho0, tau0 = 0.4, 0.6
     n_items, k = point["U0"].shape
