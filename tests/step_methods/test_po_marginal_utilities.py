@@ -199,3 +199,13 @@ def test_scale_adapts_while_tuning_only():
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         label_step(0.0, **kwargs)
+
+
+def test_same_seed_same_draws_and_chains_differ():
+    """All randomness of the move comes from the step's generator: ``pm.sample`` with the same
+    ``random_seed`` repeats the draws, and its chains differ."""
+    kwargs = {"sweep": False, "merge_split": 1, "marginal_utility_moves": 2, "draws": 60}
+    first = sample_tiny(n_slots=N_SLOTS, n_aux=1, discount=0.0, seed=3, **kwargs)
+    again = sample_tiny(n_slots=N_SLOTS, n_aux=1, discount=0.0, seed=3, **kwargs)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first[0], first[1])
