@@ -25,7 +25,8 @@ one-list-at-a-time sweep can only do against the prior's pull towards the larger
 merges reuse the cached likelihood columns and cost no list likelihoods. A step makes
 ``sweeps`` rounds of both, in ``utility_moves + 1`` groups with a step of a private
 :class:`~pymc_crp.UtilityMetropolis` on the slot utilities between groups: each group and
-each utility step leaves the posterior invariant, so their composition does too.
+each utility step leaves the posterior invariant, so their composition does too (the rounds
+are in :mod:`pymc_crp.step_methods.po_label_rounds`).
 ``annealed_split_merge`` adds, now and then, split--merge proposals along annealed paths
 between the split and the merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`),
 which merge a group split by an incomparable pair of items; ``informed_split_merge`` adds
@@ -63,14 +64,7 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
-from pymc_crp.core.aux_label_sweep import (
-    BORN_FROM,
-    N_FULL,
-    SweepState,
-    aux_label_sweep,
-    new_cluster_weights,
-)
-from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.aux_label_sweep import new_cluster_weights
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalRV
 from pymc_crp.distributions.partial_order_lists import (
     PartialOrderListsParams,
@@ -96,17 +90,13 @@ from pymc_crp.step_methods.model_graph import (
 )
 from pymc_crp.step_methods.noise_labels import NoiseLabelMoves
 from pymc_crp.step_methods.po_annealed_split_merge import ANNEALED_FROM, AnnealedSplitMerge
+from pymc_crp.step_methods.po_label_rounds import POOL_DRAWS, LabelRounds
 from pymc_crp.step_methods.po_marginal_utilities import MarginalUtilityMoves
-from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge, SplitMergeState
+from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge
 from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
 from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
 
 __all__ = ["PartialOrderLabelGibbs"]
-
-# Prior draws of one slot's utilities made per compiled call (the pool that split proposals and
-# auxiliary slots take fresh draws from): one call per step on most problems, instead of one
-# per ``L`` draws, whose fixed cost dominated the merge--split proposals on small data.
-_POOL_DRAWS = 256
 
 
 def anneal_factor(iteration: int, anneal: int) -> float:
@@ -141,6 +131,7 @@ class PartialOrderLabelState(StepMethodState):
 
 
 class PartialOrderLabelGibbs(
+    LabelRounds,
     PriorSplitMerge,
     InformedSplitMerge,
     AnnealedSplitMerge,
@@ -415,7 +406,7 @@ class PartialOrderLabelGibbs(
             compile_kwargs,
         )
         self._draw_fn, self._draw_rng = prior_draw_function(
-            model, [utility_rv], compile_kwargs, batch=-(-_POOL_DRAWS // self.n_slots)
+            model, [utility_rv], compile_kwargs, batch=-(-POOL_DRAWS // self.n_slots)
         )
         self._warned = False
         self._annealed_check(
@@ -443,19 +434,6 @@ class PartialOrderLabelGibbs(
                 "sweep=False needs merge_split, informed_split_merge, annealed_split_merge or "
                 "noise_moves > 0 (no label move is left)"
             )
-
-    def _prior_draws(self, point) -> np.ndarray:
-        """At least ``_POOL_DRAWS`` (and ``L``) independent draws of one slot's utilities from
-        the slot prior, from one compiled call."""
-        self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
-        draws = np.asarray(self._draw_fn(point)[0], dtype=np.float64)
-        return draws.reshape(-1, *draws.shape[2:])
-
-    def _column(self, utilities, rows, noise) -> np.ndarray:
-        """``β log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix;
-        ``β`` is the likelihood temperature, times the annealing factor while tuning)."""
-        words = order_words(utilities[None], self._term.top_down)
-        return self._beta * self._term.slot_logliks(words, rows, noise)
 
     def step(self, point):
         point = dict(point)
@@ -532,99 +510,6 @@ class PartialOrderLabelGibbs(
         kernel.tune = self.tune
         point.update(kernel.step(point)[0])
         return np.array(point[self._utility_name], dtype=np.float64, copy=True)
-
-    def _label_rounds(
-        self, point, labels, utilities, noise, new_weights, discount, rounds, tally, first_group
-    ):
-        """``rounds`` rounds of merge--split proposals and Algorithm 8 sweeps with the occupied
-        slots' utilities held, then the exact Gibbs draw of the empty slots' utilities (labels
-        and utilities in place; ``tally`` adds merges, splits, refused splits, informed merges
-        and splits and sweeps that found every slot full). Returns the last sweep's state."""
-        n_lists, n_slots = labels.shape[0], self.n_slots
-        occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
-        cache = list_likelihood_cache()
-        words = order_words(utilities, self._term.top_down, slots=occupied)
-        ll = np.zeros((n_lists, n_slots))
-        rows = np.tile(np.arange(n_lists), occupied.size)
-        ll[:, occupied] = (
-            cache.log_likelihoods(
-                self._term.list_set, words, np.repeat(occupied, n_lists), noise, rows=rows
-            )
-            .reshape(occupied.size, n_lists)
-            .T
-        ) * self._beta
-        pool = {"draws": self._prior_draws(point), "used": 0}
-
-        def next_draw():
-            """The next unused prior draw of one slot's utilities."""
-            if pool["used"] == pool["draws"].shape[0]:
-                pool["draws"], pool["used"] = self._prior_draws(point), 0
-            pool["used"] += 1
-            return pool["draws"][pool["used"] - 1]
-
-        for round_ in range(rounds):  # U of the occupied slots is fixed throughout
-            annealed = first_group and round_ == 0 and self._annealed_rate > 0
-            if self.merge_split or self.informed_split_merge or annealed:
-                moves = SplitMergeState(
-                    labels, ll, utilities, noise, new_weights, discount, next_draw
-                )
-                if self.merge_split:
-                    tally[:3] += self._merge_split(moves)
-                for active, propose, at in (
-                    (self.informed_split_merge, self._informed_moves, 3),
-                    (annealed, lambda m, p: self._annealed_moves(m, p, self._annealed_rate), 6),
-                ):
-                    if active:
-                        more = propose(moves, self._slot_prior(point))
-                        tally[at : at + 2] += more[:2]
-                        tally[2] += more[2]
-            sweep = SweepState(labels, n_slots)
-            if self.sweep:
-                born = self._sweep(
-                    labels, ll, utilities, noise, new_weights, discount, sweep, next_draw
-                )
-                if round_ + 1 < rounds:  # the next round reads every occupied column
-                    for slot in set(born):
-                        if sweep.counts[slot]:
-                            ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)
-            tally[5] += int(sweep.state[N_FULL])
-        empty = sweep.counts == 0
-        if empty.any():  # exact Gibbs draw of the empty slots' utilities (unused pool draws)
-            utilities[empty] = np.stack([next_draw() for _ in range(int(np.sum(empty)))])
-        return sweep
-
-    def _sweep(self, labels, ll, utilities, noise, new_weights, discount, sweep, next_draw):
-        """One Algorithm 8 sweep over the lists in random order (in place). Returns the slots
-        where new clusters were born: their columns of ``ll`` hold the lists visited before
-        their auxiliary was last drawn at that auxiliary's earlier draw (the sweep never reads
-        them again), so another round must recompute them."""
-        n_lists, n_slots = labels.shape[0], self.n_slots
-        n_aux = self.n_aux
-        aux = np.empty((n_aux, *utilities.shape[1:]))
-        aux_ll = np.empty((n_lists, n_aux))
-        all_rows = np.arange(n_lists)
-        for t in range(n_aux):
-            aux[t] = next_draw()
-            aux_ll[:, t] = self._column(aux[t], all_rows, noise)
-        order = self.rng.permutation(n_lists).astype(np.int64)
-        uniforms = self.rng.random((n_lists, 3))
-        logw = np.empty(n_slots + n_aux)
-        flat, flat_aux = utilities.reshape(n_slots, -1), aux.reshape(n_aux, -1)
-        position = 0
-        born = []
-        while True:
-            position = aux_label_sweep(
-                ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
-                sweep.where, sweep.state, order, position, uniforms, new_weights, discount,
-                logw,
-            )  # fmt: skip
-            if position >= n_lists:
-                return born
-            born.append(int(labels[order[position - 1]]))
-            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t: draw it afresh
-            aux[t] = next_draw()
-            remaining = order[position:]
-            aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
 
     def reset_tuning(self):
         self._iteration = 0
