@@ -24,7 +24,11 @@ clusters at the start and the end; then the ratio of the merged fractions agains
     python benchmarks/split_start.py --iterations 300 --variants default ann0 inf1
 
 ``--probe-levels 20 50 100`` instead prints the log-weights of annealed merge paths of the two
-halves (:mod:`pymc_crp.step_methods.po_annealed_split_merge`) with those numbers of levels.
+halves (:mod:`pymc_crp.step_methods.po_annealed_split_merge`) with those numbers of levels;
+with ``--from-chain 5000`` from a chain's own split state (5,000 rankings of
+``po_convergence.py``; ``--seed 2`` gives the first chain of its failing run):
+
+    python benchmarks/split_start.py --from-chain 5000 --seed 2 --probe-levels 50 150 --paths 4
 """
 
 from __future__ import annotations
@@ -123,33 +127,33 @@ def run(variant, iterations, seed, state):
     return float(np.mean(merged))
 
 
-def probe_merges(levels, paths, seed, state):
-    """Log-weights of annealed merge paths of the two halves at the split start (the path
-    term of the acceptance ratio of ``annealed_split_merge``; the choice terms add about
-    -3 here), for each number of levels in ``levels``."""
+def probe_merges(levels, paths, seed, model, values, halves):
+    """Log-weights of annealed merge paths of the two ``halves`` (label arrays of lists) at the
+    state ``values`` (untransformed values of the model's free variables; the path term of the
+    acceptance ratio of ``annealed_split_merge``, the choice terms add about -3 here), for
+    each number of levels in ``levels``."""
     from pymc.initial_point import make_initial_point_fn
 
     from pymc_crp.step_methods.po_annealed_split_merge import _Path, annealing_levels
     from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
 
-    lists, labels, utilities, u0, (first, second) = state
-    model = pmc.models.clustered_partial_orders(lists.tolist(), N_ITEMS, n_dims=N_DIMS)
-    n_slots = model.initial_point()["U"].shape[0]
-    start = np.random.default_rng(seed).normal(scale=0.5, size=(n_slots, N_ITEMS, N_DIMS))
-    start[: len(utilities)] = utilities
-    values = {"cluster": labels, "U": start, "U0": u0, "p": NOISE, "tau": TAU}
+    labels, start = values["cluster"], values["U"]
+    first, second = halves
+    n_slots = start.shape[0]
     point = make_initial_point_fn(
         model=model, overrides=values, jitter_rvs=set(), return_transformed=True
     )(0)
     s, t = labels[first[0]], labels[second[0]]
     for n_levels in levels:
         with model:
-            step = pmc.PartialOrderLabelGibbs(
-                [model["cluster"]], annealed_split_merge=1, annealed_levels=n_levels
-            )
+            step = pmc.PartialOrderLabelGibbs(  # alpha integrated out, as pm.sample does
+                [model["cluster"], model["alpha"]], annealed_split_merge=1,
+                annealed_levels=n_levels,
+            )  # fmt: skip
         step.tune, step._beta = False, 1.0
         step.rng = np.random.default_rng(seed)
-        theta, discount = (float(v) for v in step._prior_params_fn(point))
+        discount = float(step._prior_params_fn(point)[1])
+        new_weights = step._concentration.new_cluster_weights()
         noise = float(step._term.noise_fn(point))
         ll = np.zeros((labels.size, n_slots))
         for slot in np.unique(labels):
@@ -157,7 +161,7 @@ def probe_merges(levels, paths, seed, state):
         prior = step._slot_prior(point)
         for _ in range(paths):
             moves = SplitMergeState(
-                labels.copy(), ll.copy(), start.copy(), noise, theta, discount,
+                labels.copy(), ll.copy(), start.copy(), noise, new_weights, discount,
                 lambda step=step: step._prior_draws(point)[0],
             )  # fmt: skip
             members = step._members(first, second)
@@ -180,6 +184,46 @@ def probe_merges(levels, paths, seed, state):
             )
 
 
+def split_start_values(state, seed):
+    """The model, the state's values and its halves for :func:`probe_merges`."""
+    lists, labels, utilities, u0, halves = state
+    model = pmc.models.clustered_partial_orders(lists.tolist(), N_ITEMS, n_dims=N_DIMS)
+    n_slots = model.initial_point()["U"].shape[0]
+    start = np.random.default_rng(seed).normal(scale=0.5, size=(n_slots, N_ITEMS, N_DIMS))
+    start[: len(utilities)] = utilities
+    values = {"cluster": labels, "U": start, "U0": u0, "p": NOISE, "tau": TAU}
+    return model, values, halves
+
+
+def chain_state(n_lists, seed):
+    """A chain's own state: ``po_convergence.py``'s data (data seed 0, ``n_lists`` rankings),
+    one chain of ``pm.sample`` defaults (the first chain of a run with ``random_seed=seed``)
+    after its 1,000 tuning iterations; the halves are the two largest clusters whose lists
+    come mostly from the same planted group. Returns ``(model, values, halves)``."""
+    lists, truth = simulate(n_lists, np.random.default_rng(0))
+    model = pmc.models.clustered_partial_orders(lists, N_ITEMS, n_dims=N_DIMS)
+    began = time.perf_counter()
+    with model:
+        idata = pm.sample(
+            1, chains=1, cores=1, random_seed=seed, progressbar=False,
+            compute_convergence_checks=False,
+        )  # fmt: skip
+    values = {rv.name: idata.posterior[rv.name].values[0, -1] for rv in model.free_RVs}
+    labels = values["cluster"]
+    sizes = np.bincount(labels)
+    majority = {k: np.bincount(truth[labels == k]).argmax() for k in np.flatnonzero(sizes)}
+    print(f"chain of random_seed={seed} tuned in {time.perf_counter() - began:.0f} s; clusters:")
+    for k in np.argsort(-sizes)[: len(majority)]:
+        print(f"  slot {k}: {sizes[k]} lists, planted groups {np.bincount(truth[labels == k])}")
+    for k in np.argsort(-sizes):
+        twin = [j for j in np.argsort(-sizes) if j != k and majority.get(j) == majority.get(k)]
+        if sizes[k] and twin:
+            halves = (np.flatnonzero(labels == k), np.flatnonzero(labels == twin[0]))
+            print(f"halves: slots {k} and {twin[0]} (planted group {majority[k]})")
+            return model, values, halves
+    raise SystemExit("no planted group is split over two clusters in this chain")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=300, help="per chain (half tuning)")
@@ -190,13 +234,22 @@ def main():
         help="instead of sampling: log-weights of merge paths of the halves with these T",
     )  # fmt: skip
     parser.add_argument("--paths", type=int, default=2, help="merge paths per T (probe)")
+    parser.add_argument(
+        "--from-chain", type=int, default=0, metavar="LISTS",
+        help="probe from a chain's own state on LISTS rankings instead of the split start "
+        "(chain_state; --seed is its random_seed)",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.iterations < 2:
         parser.error("--iterations must be at least 2")
-    state = split_state()
     if args.probe_levels:
-        probe_merges(args.probe_levels, args.paths, args.seed, state)
+        if args.from_chain:
+            model, values, halves = chain_state(args.from_chain, args.seed)
+        else:
+            model, values, halves = split_start_values(split_state(), args.seed)
+        probe_merges(args.probe_levels, args.paths, args.seed, model, values, halves)
         return
+    state = split_state()
     results = {v: run(v, args.iterations, args.seed, state) for v in args.variants}
     base = results.get("default")
     for variant, fraction in results.items():
