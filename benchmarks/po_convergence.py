@@ -151,6 +151,13 @@ def variant_steps(model, variant):
                     [model["cluster"], model["alpha"]], marginal_utility_moves=int(variant[4:])
                 )
             ]
+    elif variant.startswith("tm"):  # new, N tuning-phase merges per try (tm0: the default
+        with model:  # before the twenty-first session)
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"], model["alpha"]], tune_merges=int(variant[2:])
+                )
+            ]
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
@@ -465,7 +472,8 @@ def main():
         default=["new"],
         help="new (the default steps), alpha (the default before the concentration was "
         "integrated out of the label moves: Escobar-West on alpha), margN (N utility "
-        "proposals per anchored slot with the movable lists' labels summed out), prev (the "
+        "proposals per anchored slot with the movable lists' labels summed out), tmN (N "
+        "pairs per try of the tuning-phase merges; tm0: none, the default before them), prev (the "
         "defaults before "
         "utility_moves=1 and five "
         "updates of p), gibbsN (coordinate Gibbs of N items per slot), cellsN (N scans of"

@@ -77,6 +77,16 @@ the cache's entries; the sides' draws compiled, :mod:`pymc_crp.core.annealed_sid
 1.0 s for 351 lists of 10 items in 3 dimensions, ``T = 50``, so the moves are made now and
 then (``annealed_split_merge`` per step, a fraction allowed).
 
+**Tuning-phase merges.** On clusters of over 1,000 lists the path's utilities do not follow
+the tempered target and its log-weight falls hundreds of nats short (a chain at 5,000
+rankings kept one planted group in three clusters, favoured by the partition prior by about
+480 nats over the merge, and the merge paths had log-weights −30 to −360). While PyMC tunes,
+``tune_merges`` pairs of clusters (the most likely under :func:`merge_pair_log_probs`) every
+100 iterations once the annealed start is over follow the merge path and are merged if the
+merged state's joint density (lists' likelihood, partition prior, slot prior of the merged
+utilities) is higher than the split's. Not a reversible move; like the annealed start it
+only decides where a chain starts its kept draws.
+
 References
 ----------
 .. [1] Neal, R. M. (2001). Annealed importance sampling. *Statistics and Computing* 11,
@@ -180,6 +190,9 @@ def _log_split_choice(n_clusters: int, n_members: int) -> float:
 # unscaled they took 600 of the 1,790 s over 5,000 rankings).
 TUNE_ANNEALED_SPLIT_MERGE, ANNEALED_SPLIT_MERGE, ANNEALED_FROM = 0.05, 0.01, 0.75
 ANNEALED_LISTS = 1000
+# Tuning-phase merges (``_tuning_merges``): pairs tried, every TUNE_MERGES_EVERY tuning
+# iterations once the annealed start has reached β = 1.
+TUNE_MERGES, TUNE_MERGES_EVERY = 3, 100
 
 
 class _Path:
@@ -210,10 +223,12 @@ class AnnealedSplitMerge:
     Reads the step's ``_term``, ``_column``, ``_beta``, ``rng`` and the slot prior of
     :class:`~pymc_crp.step_methods.po_split_merge.InformedSplitMerge`."""
 
-    def _annealed_check(self, rate, tune_rate, levels, equicorrelated, n_lists) -> None:
+    def _annealed_check(
+        self, rate, tune_rate, levels, equicorrelated, n_lists, tune_merges=None
+    ) -> None:
         """Check and store ``annealed_split_merge = rate``, ``tune_annealed_split_merge =
-        tune_rate`` (``None``: the defaults for an ``equicorrelated`` slot prior or not and
-        ``n_lists`` lists) and ``annealed_levels = levels``."""
+        tune_rate``, ``tune_merges`` (``None``: the defaults for an ``equicorrelated`` slot
+        prior or not and ``n_lists`` lists) and ``annealed_levels = levels``."""
         # on where the slot prior allows the moves, fewer per step on many lists
         scale = equicorrelated * min(1.0, ANNEALED_LISTS / max(n_lists, 1))
         rate = ANNEALED_SPLIT_MERGE * scale if rate is None else rate
@@ -226,9 +241,18 @@ class AnnealedSplitMerge:
                 raise ValueError(f"{option} must be a number >= 0, got {value!r}")
         if isinstance(levels, bool) or not isinstance(levels, Integral) or levels < 2:
             raise ValueError(f"annealed_levels must be an integer >= 2, got {levels!r}")
+        if tune_merges is None:
+            tune_merges = TUNE_MERGES * bool(equicorrelated)
+        if (
+            isinstance(tune_merges, bool)
+            or not isinstance(tune_merges, Integral)
+            or (tune_merges < 0)
+        ):
+            raise ValueError(f"tune_merges must be an integer >= 0, got {tune_merges!r}")
         self.annealed_split_merge = float(rate)
         self.tune_annealed_split_merge = float(tune_rate)
         self.annealed_levels = int(levels)
+        self.tune_merges = int(tune_merges)
 
     def _annealed_moves(self, moves, prior, rate) -> tuple[int, int, int]:
         """``rate`` proposals on average (its whole part, plus one with the probability of its
@@ -264,30 +288,81 @@ class AnnealedSplitMerge:
         log_probs = merge_pair_log_probs(moves.ll, moves.labels, occupied)
         flat = self.rng.choice(log_probs.size, p=np.exp(log_probs.ravel()))
         s, t = (int(occupied[v]) for v in np.unravel_index(flat, log_probs.shape))
+        path, moved, log_ratio = self._merge_path(moves, prior, s, t)
+        n_clusters = occupied.size - 1  # in the merged state
+        n_a, n_b = path.members.size - moved.size, moved.size
+        log_ratio += _log_split_choice(n_clusters, path.members.size) - (
+            math.log(0.5) + float(log_probs.ravel()[flat]) - math.log(n_a * n_b)
+        )
+        if not accept(log_ratio, self.rng):
+            return False
+        moves.set_slot(s, path.u_s, path.members, path.ll_s, self)
+        moves.relabel(moved, t, s)
+        return True
+
+    def _merge_path(self, moves, prior, s, t):
+        """The annealed path from the present split of ``s`` and ``t`` to their merge:
+        ``(path, t's lists, Σ_k log γ_{β_k}(x_{k-1}) / γ_{β_{k-1}}(x_{k-1}))``."""
         members = self._members(
             np.flatnonzero(moves.labels == s), np.flatnonzero(moves.labels == t)
         )
         moved = members[moves.labels[members] == t]
-        n_a, n_b = members.size - moved.size, moved.size
         sides = (moves.labels[members] == t).astype(np.int64)  # changed along the path
         path = _Path(
             members, sides, moves.utilities[s].copy(), moves.utilities[t].copy(),
             moves.ll[members, s].copy(), moves.ll[members, t].copy(), self._side_logs(members),
         )  # fmt: skip
-        n_clusters = occupied.size - 1  # in the merged state
+        n_clusters = int(np.count_nonzero(moves.counts)) - 1  # in the merged state
         levels = annealing_levels(self.annealed_levels)
-        log_ratio = _log_split_choice(n_clusters, members.size) - (
-            math.log(0.5) + float(log_probs.ravel()[flat]) - math.log(n_a * n_b)
-        )
+        log_weight = 0.0
         for k in range(1, levels.size):
-            log_ratio += self._increment(path, moves, n_clusters, levels[k - 1], levels[k])
+            log_weight += self._increment(path, moves, n_clusters, levels[k - 1], levels[k])
             if k < levels.size - 1:
                 self._path_scan(path, moves, prior, float(levels[k]), reverse=False)
-        if not accept(log_ratio, self.rng):
-            return False
-        moves.set_slot(s, path.u_s, members, path.ll_s, self)
-        moves.relabel(moved, t, s)
-        return True
+        return path, moved, log_weight
+
+    def _tuning_merges(self, moves, prior) -> int:
+        r"""While tuning only: for the ``tune_merges`` pairs of clusters most likely under
+        :func:`merge_pair_log_probs`, the annealed path from their split to their merge (into
+        the larger), kept if the merged state's joint density is higher,
+
+        .. math::
+
+            \sum_{k} ℓ_k(U_s') - \sum_{c_k = s} ℓ_k(U_s) - \sum_{c_k = t} ℓ_k(U_t)
+            + \log \frac{E(\text{merged})}{E(\text{split})}
+            + \log \frac{p_0(U_s')}{p_0(U_s)} > 0
+
+        (``U_s'`` the path's end). Not a reversible move: it moves a chain of the annealed
+        start out of a state that the partition prior outweighs by hundreds of nats and that
+        the annealed split--merge cannot leave on clusters of over 1,000 lists
+        (``benchmarks/README.md``); the draws kept after tuning are the exact moves' alone.
+        Returns the number of merges made."""
+        occupied = np.flatnonzero(moves.counts)
+        if occupied.size < 2 or not self.tune_merges:
+            return 0
+        log_probs = merge_pair_log_probs(moves.ll, moves.labels, occupied)
+        upper = np.triu_indices(occupied.size, 1)
+        best = np.argsort(-log_probs[upper], kind="stable")[: self.tune_merges]
+        merged = 0
+        for a, b in zip(occupied[upper[0][best]], occupied[upper[1][best]], strict=True):
+            s, t = (int(a), int(b)) if moves.counts[a] >= moves.counts[b] else (int(b), int(a))
+            if moves.counts[s] == 0 or moves.counts[t] == 0:  # emptied by an earlier merge
+                continue
+            path, moved, _ = self._merge_path(moves, prior, s, t)
+            kept = path.members[moves.labels[path.members] == s]
+            gain = (
+                float(np.sum(path.ll_s))
+                - float(np.sum(moves.ll[kept, s]))
+                - float(np.sum(moves.ll[moved, t]))
+                - moves.log_eppf_ratio(kept.size, moved.size, merged=True)
+                + prior.log_density(path.u_s)
+                - prior.log_density(moves.utilities[s])
+            )
+            if gain > 0.0:
+                moves.set_slot(s, path.u_s, path.members, path.ll_s, self)
+                moves.relabel(moved, t, s)
+                merged += 1
+        return merged
 
     def _annealed_split(self, moves, prior, s, t) -> bool:
         """Split of ``s`` (two anchors drawn uniformly from it) with ``b``'s side into the empty

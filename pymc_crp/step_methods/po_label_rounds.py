@@ -78,10 +78,13 @@ class LabelRounds:
 
         for round_ in range(rounds):  # U of the occupied slots is fixed throughout
             annealed = first_group and round_ == 0 and self._annealed_rate > 0
-            if self.merge_split or self.informed_split_merge or annealed:
+            merge_now = first_group and round_ == 0 and self._merge_now
+            if self.merge_split or self.informed_split_merge or annealed or merge_now:
                 moves = SplitMergeState(
                     labels, ll, utilities, noise, new_weights, discount, next_draw
                 )
+                if merge_now:
+                    tally[8] += self._tuning_merges(moves, self._slot_prior(point))
                 if self.merge_split:
                     tally[:3] += self._merge_split(moves)
                 for active, propose, at in (
