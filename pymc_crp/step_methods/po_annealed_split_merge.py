@@ -243,11 +243,8 @@ class AnnealedSplitMerge:
             raise ValueError(f"annealed_levels must be an integer >= 2, got {levels!r}")
         if tune_merges is None:
             tune_merges = TUNE_MERGES * bool(equicorrelated)
-        if (
-            isinstance(tune_merges, bool)
-            or not isinstance(tune_merges, Integral)
-            or (tune_merges < 0)
-        ):
+        integer = isinstance(tune_merges, Integral) and not isinstance(tune_merges, bool)
+        if not integer or tune_merges < 0:
             raise ValueError(f"tune_merges must be an integer >= 0, got {tune_merges!r}")
         self.annealed_split_merge = float(rate)
         self.tune_annealed_split_merge = float(tune_rate)
