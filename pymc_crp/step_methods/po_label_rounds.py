@@ -30,7 +30,8 @@ POOL_DRAWS = 256
 class LabelRounds:
     """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: the rounds of the module docstring.
     Reads the step's ``rng``, ``n_slots``, ``n_aux``, ``sweep``, ``merge_split``,
-    ``informed_split_merge``, ``_beta``, ``_annealed_rate``, ``_term`` (the list term),
+    ``informed_split_merge``, ``_beta``, ``_annealed_rate``, ``_merge_now`` (tuning-phase
+    merges in this step), ``_term`` (the list term),
     ``_draw_fn``/``_draw_rng`` (compiled prior draws), ``_slot_prior`` and the split--merge
     mixins' proposal methods."""
 
@@ -53,7 +54,8 @@ class LabelRounds:
         """``rounds`` rounds of merge--split proposals and Algorithm 8 sweeps with the occupied
         slots' utilities held, then the exact Gibbs draw of the empty slots' utilities (labels
         and utilities in place; ``tally`` adds merges, splits, refused splits, informed merges
-        and splits and sweeps that found every slot full). Returns the last sweep's state."""
+        and splits, sweeps that found every slot full, annealed merges and splits and
+        tuning-phase merges). Returns the last sweep's state."""
         n_lists, n_slots = labels.shape[0], self.n_slots
         occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
         cache = list_likelihood_cache()
