@@ -199,6 +199,10 @@ def variant_steps(model, variant):
     elif variant.startswith("mc"):  # new, with N list-free cycles per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], cycles=int(variant[2:]))]
+    elif variant.startswith("cone"):  # N order-keeping trajectories per slot and cycle (cone0:
+        # the default before them)
+        with model:
+            step = [pmc.UtilityMeanGibbs([model["U0"]], cone_trajectories=int(variant[4:]))]
     elif variant.startswith("coll"):  # new, N collapsed tau/rho moves per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], collapsed_moves=int(variant[4:]))]
@@ -482,7 +486,9 @@ def main():
         "merge-split proposals per step, no annealing; ms0 is the label step before "
         "merge-split and annealing), swN (N rounds of label moves per step), annN (label "
         "moves annealed over N tuning steps), collN (N collapsed tau/rho moves per step "
-        "of UtilityMeanGibbs), isN (N item sweeps per UtilityMetropolis step), single "
+        "of UtilityMeanGibbs), coneN (N order-keeping Hamiltonian trajectories of each "
+        "occupied slot per list-free cycle of UtilityMeanGibbs; cone0: the default before "
+        "them), isN (N item sweeps per UtilityMetropolis step), single "
         "(one item sweep and one update of rho, tau and p per step: the rule for large "
         "data), repN (N updates of rho, tau and p per step), prepN / trepN (N updates of "
         "p / tau per step), ilvN (N alternations of the label step with 8/N rounds and "

@@ -54,7 +54,7 @@ from numba import njit
 
 from pymc_crp.core.item_sweep import _move_logliks
 
-__all__ = ["hmc_trajectory_kernel", "next_fall_time"]
+__all__ = ["cone_trajectories", "cone_trajectory", "hmc_trajectory_kernel", "next_fall_time"]
 
 _TWO_PI = 2.0 * math.pi
 
@@ -112,6 +112,25 @@ def _rebase(dev, vel, item, t):  # pragma: no cover - compiled
         p, q = dev[item, k], vel[item, k]
         dev[item, k] = p * c - q * s
         vel[item, k] = p * s + q * c
+
+
+@njit(cache=True, nogil=True)
+def _kick(dev, vel, rho, scale2, hi, lo, k_wall, now, jump):  # pragma: no cover - compiled
+    """Change the velocity of rows ``hi`` and ``lo`` at time ``now`` by ``jump`` along the
+    normal of their wall in column ``k_wall``: ``± jump s^2 Σ_ρ e_k`` per row (module
+    docstring), and rebase both rows at ``now``."""
+    ct, st = math.cos(now), math.sin(now)
+    n_dims = dev.shape[1]
+    for side in range(2):
+        item = hi if side == 0 else lo
+        sign = 1.0 if side == 0 else -1.0
+        r = rho[item] if n_dims >= 2 else 0.0
+        for k in range(n_dims):
+            q = vel[item, k] * ct - dev[item, k] * st
+            column = (1.0 - r) * (1.0 if k == k_wall else 0.0) + r
+            dev[item, k] = dev[item, k] * ct + vel[item, k] * st
+            vel[item, k] = q + sign * jump * scale2[item] * column
+        _rebase(dev, vel, item, now)
 
 
 @njit(cache=True, nogil=True)
@@ -188,6 +207,105 @@ def _initial_velocity(rng, scale2, rho, n_dims):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def _start(rng, utilities, mean, rho, scale2):  # pragma: no cover - compiled
+    """``(ok, pos, rank, vel, dev, times)`` at the start of a trajectory: each column's items
+    in increasing order (``pos``) and their ranks, a fresh velocity, the deviation from the
+    mean and every neighbouring pair's next meeting time; ``ok`` False (nothing drawn) if a
+    column holds two equal values."""
+    n_items, n_dims = utilities.shape
+    pos = np.empty((n_dims, n_items), np.int64)
+    rank = np.empty((n_dims, n_items), np.int64)
+    times = np.full((n_dims, max(n_items - 1, 1)), np.inf)
+    for k in range(n_dims):
+        pos[k] = np.argsort(utilities[:, k])
+        for r in range(n_items):
+            rank[k, pos[k, r]] = r
+        for r in range(n_items - 1):
+            if not utilities[pos[k, r], k] < utilities[pos[k, r + 1], k]:
+                empty = np.empty((n_items, n_dims))
+                return False, pos, rank, empty, empty, times
+    vel = _initial_velocity(rng, scale2, rho, n_dims)
+    dev = utilities - mean
+    for k in range(n_dims):
+        for r in range(n_items - 1):
+            times[k, r] = _pair_time(mean, dev, vel, pos, k, r, 0.0)
+    return True, pos, rank, vel, dev, times
+
+
+@njit(cache=True, nogil=True)
+def _next_wall(times):  # pragma: no cover - compiled
+    """``(time, column, rank)`` of the next meeting of neighbours."""
+    best = math.inf
+    bk = -1
+    br = -1
+    for k in range(times.shape[0]):
+        for r in range(times.shape[1]):
+            if times[k, r] < best:
+                best = times[k, r]
+                bk = k
+                br = r
+    return best, bk, br
+
+
+@njit(cache=True, nogil=True)
+def _wall_kind(rank, hi, lo, k_wall):  # pragma: no cover - compiled
+    """``(hi_above, lo_above)``: ``hi ≻ lo`` before the meeting in column ``k_wall`` (``hi``
+    above ``lo`` in every other column), ``lo ≻ hi`` after it; either means the crossing
+    changes the order."""
+    hi_above = True
+    lo_above = True
+    for k in range(rank.shape[0]):
+        if k != k_wall:
+            if rank[k, hi] > rank[k, lo]:
+                lo_above = False
+            else:
+                hi_above = False
+    return hi_above, lo_above
+
+
+@njit(cache=True, nogil=True)
+def _normal_velocity(dev, vel, hi, lo, k, now):  # pragma: no cover - compiled
+    """``Ḟ(now)`` for ``F = U_{hi,k} - U_{lo,k}``."""
+    ct, st = math.cos(now), math.sin(now)
+    return (vel[hi, k] * ct - dev[hi, k] * st) - (vel[lo, k] * ct - dev[lo, k] * st)
+
+
+@njit(cache=True, nogil=True)
+def _after_wall(
+    mean, dev, vel, pos, rank, times, hi, lo, k, r_wall, now, cross, kicked
+):  # fmt: skip  # pragma: no cover - compiled
+    """Bookkeeping after the meeting of ``hi`` and ``lo`` (ranks ``r_wall + 1``, ``r_wall``
+    of column ``k``): swap them if the particle crossed, and recompute the meeting times that
+    changed (every pair of both rows if their velocity was ``kicked``)."""
+    if cross:
+        pos[k, r_wall] = hi
+        pos[k, r_wall + 1] = lo
+        rank[k, hi] = r_wall
+        rank[k, lo] = r_wall + 1
+    if kicked:
+        _refresh_row(mean, dev, vel, pos, rank, times, hi, now)
+        _refresh_row(mean, dev, vel, pos, rank, times, lo, now)
+    for r in range(max(r_wall - 1, 0), min(r_wall + 2, pos.shape[1] - 1)):
+        times[k, r] = _pair_time(mean, dev, vel, pos, k, r, now)
+
+
+@njit(cache=True, nogil=True)
+def _land(utilities, mean, dev, vel, pos, duration):  # pragma: no cover - compiled
+    """Write the position at ``duration`` into ``utilities``; False if a column is out of its
+    tracked order there (floating-point trouble near a grazing wall)."""
+    ct, st = math.cos(duration), math.sin(duration)
+    n_items, n_dims = utilities.shape
+    for j in range(n_items):
+        for k in range(n_dims):
+            utilities[j, k] = mean[j, k] + dev[j, k] * ct + vel[j, k] * st
+    for k in range(n_dims):
+        for r in range(n_items - 1):
+            if not utilities[pos[k, r], k] < utilities[pos[k, r + 1], k]:
+                return False
+    return True
+
+
+@njit(cache=True, nogil=True)
 def hmc_trajectory_kernel(
     rng, utilities, mean, rho, scale2, duration, temperature, max_events,
     words, dual, masks, by_item, starts, logliks, slot_rows, slot_ratios,
@@ -204,41 +322,21 @@ def hmc_trajectory_kernel(
     values in a column at the start (left as they are, no draw made);
     ``events`` the walls met, ``crossings`` those crossed that changed the order.
     """
+    ok, pos, rank, vel, dev, times = _start(rng, utilities, mean, rho, scale2)
+    if not ok:
+        return 3, 0, 0, 0  # tied values: left as they are
     n_items, n_dims = utilities.shape
-    pos = np.empty((n_dims, n_items), np.int64)
-    rank = np.empty((n_dims, n_items), np.int64)
-    for k in range(n_dims):
-        pos[k] = np.argsort(utilities[:, k])
-        for r in range(n_items):
-            rank[k, pos[k, r]] = r
-        for r in range(n_items - 1):
-            if not utilities[pos[k, r], k] < utilities[pos[k, r + 1], k]:
-                return 3, 0, 0, 0  # tied values: left as they are
     start_u = utilities.copy()
     start_words = words.copy()
     start_logliks = logliks.copy()
     start_ratios = slot_ratios.copy()
-    vel = _initial_velocity(rng, scale2, rho, n_dims)
-    dev = utilities - mean
-    times = np.full((n_dims, max(n_items - 1, 1)), np.inf)
-    for k in range(n_dims):
-        for r in range(n_items - 1):
-            times[k, r] = _pair_time(mean, dev, vel, pos, k, r, 0.0)
     delta_cache = np.full((n_items, n_items), np.nan)  # ΔE of a pair's toggle, this order
     events = 0
     crossings = 0
     n_counted = 0
     status = 0
     while True:
-        best = math.inf  # the next wall
-        bk = -1
-        br = -1
-        for k in range(n_dims):
-            for r in range(n_items - 1):
-                if times[k, r] < best:
-                    best = times[k, r]
-                    bk = k
-                    br = r
+        best, bk, br = _next_wall(times)
         if best >= duration:
             break
         events += 1
@@ -248,14 +346,7 @@ def hmc_trajectory_kernel(
         now = best
         lo = pos[bk, br]  # below before the meeting
         hi = pos[bk, br + 1]  # above before the meeting
-        hi_above = True  # hi ≻ lo before the meeting
-        lo_above = True  # lo ≻ hi after it
-        for k in range(n_dims):
-            if k != bk:
-                if rank[k, hi] > rank[k, lo]:
-                    lo_above = False
-                else:
-                    hi_above = False
+        hi_above, lo_above = _wall_kind(rank, hi, lo, bk)
         toggles = hi_above or lo_above
         cross = True
         if toggles:
@@ -282,26 +373,14 @@ def hmc_trajectory_kernel(
                         old_sum += logliks[counted[u]]
                     delta = -temperature * (new_logliks.sum() - old_sum)
                 delta_cache[hi, lo] = delta
-            ct, st = math.cos(now), math.sin(now)
-            f_dot = (vel[hi, bk] * ct - dev[hi, bk] * st) - (vel[lo, bk] * ct - dev[lo, bk] * st)
             norm = math.sqrt(scale2[hi] + scale2[lo])
-            v_n = f_dot / norm  # <= 0: hi falls through lo
+            v_n = _normal_velocity(dev, vel, hi, lo, bk, now) / norm  # <= 0: hi falls
             if v_n * v_n > 2.0 * delta:
                 new_v = -math.sqrt(v_n * v_n - 2.0 * delta)
             else:
                 new_v = -v_n
                 cross = False
-            jump = (new_v - v_n) / norm
-            for side in range(2):
-                item = hi if side == 0 else lo
-                sign = 1.0 if side == 0 else -1.0
-                r = rho[item] if n_dims >= 2 else 0.0
-                for k in range(n_dims):
-                    q = vel[item, k] * ct - dev[item, k] * st
-                    column = (1.0 - r) * (1.0 if k == bk else 0.0) + r
-                    dev[item, k] = dev[item, k] * ct + vel[item, k] * st
-                    vel[item, k] = q + sign * jump * scale2[item] * column
-                _rebase(dev, vel, item, now)
+            _kick(dev, vel, rho, scale2, hi, lo, bk, now, (new_v - v_n) / norm)
             if cross:
                 crossings += 1
                 if not have_new:  # ΔE came from the cache
@@ -319,28 +398,63 @@ def hmc_trajectory_kernel(
                     slot_ratios[at, :] = new_ratios[u]
                 words[:, :] = new_words
                 delta_cache[:, :] = np.nan
-        if cross:
-            pos[bk, br] = hi
-            pos[bk, br + 1] = lo
-            rank[bk, hi] = br
-            rank[bk, lo] = br + 1
-        if toggles:
-            _refresh_row(mean, dev, vel, pos, rank, times, hi, now)
-            _refresh_row(mean, dev, vel, pos, rank, times, lo, now)
-        for r in range(max(br - 1, 0), min(br + 2, n_items - 1)):
-            times[bk, r] = _pair_time(mean, dev, vel, pos, bk, r, now)
-    if status == 0:
-        ct, st = math.cos(duration), math.sin(duration)
-        for j in range(n_items):
-            for k in range(n_dims):
-                utilities[j, k] = mean[j, k] + dev[j, k] * ct + vel[j, k] * st
-        for k in range(n_dims):
-            for r in range(n_items - 1):
-                if not utilities[pos[k, r], k] < utilities[pos[k, r + 1], k]:
-                    status = 1
+        _after_wall(mean, dev, vel, pos, rank, times, hi, lo, bk, br, now, cross, toggles)
+    if status == 0 and not _land(utilities, mean, dev, vel, pos, duration):
+        status = 1
     if status != 0:
         utilities[:, :] = start_u
         words[:, :] = start_words
         logliks[:] = start_logliks
         slot_ratios[:, :] = start_ratios
     return status, events, crossings, n_counted
+
+
+@njit(cache=True, nogil=True)
+def cone_trajectory(
+    rng, utilities, mean, rho, scale2, duration, max_events
+):  # pragma: no cover - compiled
+    """One exact trajectory of duration ``duration`` of one slot for its Gaussian prior
+    restricted to the slot's current order: every wall whose crossing changes the order
+    reflects (``ΔE = ∞``), the others are passed; no list is read. ``utilities`` ``(M, K)``
+    is updated in place (arguments as in :func:`hmc_trajectory_kernel`). Returns the status
+    of :func:`hmc_trajectory_kernel` (0 done, 1 undone, 3 tied values, left as they are)."""
+    ok, pos, rank, vel, dev, times = _start(rng, utilities, mean, rho, scale2)
+    if not ok:
+        return 3
+    start_u = utilities.copy()
+    events = 0
+    while True:
+        now, bk, br = _next_wall(times)
+        if now >= duration:
+            break
+        events += 1
+        if events > max_events:
+            utilities[:, :] = start_u
+            return 1
+        lo = pos[bk, br]
+        hi = pos[bk, br + 1]
+        hi_above, lo_above = _wall_kind(rank, hi, lo, bk)
+        reflect = hi_above or lo_above
+        if reflect:
+            norm = math.sqrt(scale2[hi] + scale2[lo])
+            v_n = _normal_velocity(dev, vel, hi, lo, bk, now) / norm
+            _kick(dev, vel, rho, scale2, hi, lo, bk, now, -2.0 * v_n / norm)
+        _after_wall(mean, dev, vel, pos, rank, times, hi, lo, bk, br, now, not reflect, reflect)
+    if not _land(utilities, mean, dev, vel, pos, duration):
+        utilities[:, :] = start_u
+        return 1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def cone_trajectories(
+    rng, block, means, rho, scale2, duration, max_events
+):  # pragma: no cover - compiled
+    """:func:`cone_trajectory` of every slot of ``block`` ``(n, M, K)`` in turn (prior means
+    ``means`` ``(n, M, K)``, ``rho`` and ``scale2`` ``(M,)`` shared by the slots); returns
+    how many were undone."""
+    undone = 0
+    for a in range(block.shape[0]):
+        if cone_trajectory(rng, block[a], means[a], rho, scale2, duration, max_events) == 1:
+            undone += 1
+    return undone

@@ -23,9 +23,12 @@ r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved
    occupied slots' utilities given the new ``U0`` by moves that keep every order, hence every
    list likelihood, and evaluate no list: a scan of draws within the intervals between
    neighbours (:func:`~pymc_crp.core.utility_gibbs.cell_draws`), shifts and scalings of every
-   column and a swap of two columns (:mod:`pymc_crp.core.column_moves`), all for the slot
-   prior ``N(τU0, (1-τ^2)Σ_ρ)`` restricted to the current orders; then 1–3 again, ``cycles``
-   times in all.
+   column and a swap of two columns (:mod:`pymc_crp.core.column_moves`), and (``K ≥ 3``
+   columns, by default) an exact Hamiltonian trajectory of every occupied slot that reflects
+   at the walls where its order would change and passes the others
+   (:func:`~pymc_crp.core.reflective_hmc.cone_trajectory`), all for the slot prior
+   ``N(τU0, (1-τ^2)Σ_ρ)`` restricted to the current orders; then 1–3 again, ``cycles`` times
+   in all.
 
 Together this is a Metropolis-within-Gibbs update of the block ``(τ, ρ, U0, U_E)`` (and, with
 the cycles, of the occupied slots within their orders): the Metropolis moves target the
@@ -40,6 +43,14 @@ with strong data the list moves change the slots' utilities slowly. The list-fre
 4 × (1,000 + 1,000)) five cycles raised the bulk ESS of ``τ`` on every seeded run, about
 twofold, and ten cycles raised it again, 1.3–1.7 times per second of sampling on the same seeds
 (``benchmarks/README.md``).
+
+Why trajectories: the cell draws and the column moves keep every column's rank pattern, a finer
+constraint than the order. With three or more columns two items that the order leaves
+incomparable can change places in one column without changing it, and ``τ`` given the rank
+patterns is narrower and centred elsewhere than ``τ`` given the orders; only the list-reading
+utility step changed the patterns, once per iteration. On 1,000 simulated rankings one
+trajectory per slot and cycle doubled the bulk ESS of ``τ`` per second of sampling
+(``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -52,17 +63,20 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
+from pymc_crp.core import reflective_hmc
 from pymc_crp.core.column_moves import column_moves, column_swaps
 from pymc_crp.core.utility_gibbs import cell_draws
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
 from pymc_crp.step_methods.model_graph import compile_point_function
+from pymc_crp.step_methods.utility_kernels import DURATION, MAX_EVENTS
 
 __all__ = ["UtilityMeanGibbs"]
 
 _COLLAPSED_SCALE = 0.5  # random-walk standard deviation on the logit scale
 _COLLAPSED_MOVES = 25  # moves of each hyperparameter per step (benchmarks/README.md)
 _CYCLES = 10  # default cycles where the model allows them (benchmarks/README.md)
+_CONE_TRAJECTORIES = 1  # per occupied slot and cycle where K >= 3 (benchmarks/README.md)
 
 
 class UtilityMeanGibbs(BlockedStep):
@@ -86,6 +100,13 @@ class UtilityMeanGibbs(BlockedStep):
         Default (``None``): ten where the model allows them, else one. On 1,000 simulated
         rankings five cycles about double the ESS of ``τ`` against one, and ten give 1.3–1.7
         times the ESS per second of five (``benchmarks/README.md``).
+    cone_trajectories : int, optional
+        Order-keeping Hamiltonian trajectories of every occupied slot per cycle (module
+        docstring; each a quarter period of the prior's flow, no list evaluated). Default
+        (``None``): one where the cycles keep the orders and the slots have three or more
+        columns (with one or two every wall changes the order, so a trajectory cannot change
+        the rank patterns), else 0. More than 0 needs the cycles' order-keeping moves, else a
+        ``ValueError``.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -101,6 +122,7 @@ class UtilityMeanGibbs(BlockedStep):
         *,
         collapsed_moves: int = _COLLAPSED_MOVES,
         cycles: int | None = None,
+        cone_trajectories: int | None = None,
         model=None,
         rng=None,
         initial_point=None,
@@ -121,6 +143,14 @@ class UtilityMeanGibbs(BlockedStep):
             raise TypeError(f"cycles must be an integer or None, got {cycles!r}")
         if cycles is not None and cycles < 1:
             raise ValueError(f"cycles must be >= 1, got {cycles}")
+        if cone_trajectories is not None and (
+            isinstance(cone_trajectories, bool) or not isinstance(cone_trajectories, int)
+        ):
+            raise TypeError(
+                f"cone_trajectories must be an integer or None, got {cone_trajectories!r}"
+            )
+        if cone_trajectories is not None and cone_trajectories < 0:
+            raise ValueError(f"cone_trajectories must be >= 0, got {cone_trajectories}")
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
         self._name = value_var.name
@@ -146,6 +176,16 @@ class UtilityMeanGibbs(BlockedStep):
             )
         self.cycles = int(cycles)
         self._keep_orders = can_cycle and self.cycles > 1
+        if cone_trajectories is None:  # where a trajectory can change the rank patterns
+            start = initial_point if initial_point is not None else model.initial_point()
+            n_dims = np.shape(start[self._slots_name])[-1] if can_cycle else 0
+            cone_trajectories = _CONE_TRAJECTORIES if self._keep_orders and n_dims >= 3 else 0
+        if cone_trajectories and not self._keep_orders:
+            raise ValueError(
+                "cone_trajectories > 0 needs the order-keeping moves of cycles > 1 (lists that "
+                f"read {role.slots.name}'s utilities only through their orders)"
+            )
+        self.cone_trajectories = int(cone_trajectories)
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
         # value on the sampler's scale)): one compiled call per move.
         self._hyper = []
@@ -227,8 +267,9 @@ class UtilityMeanGibbs(BlockedStep):
         return mean + math.sqrt(c) * self._equicorrelated(mean.shape, rho)
 
     def _order_keeping_moves(self, block, mean, tau, rho):
-        """Cell draws, column moves and a column swap of every slot of ``block`` ``(n, M, K)``
-        for the prior ``N(mean, (1-τ²)Σ_ρ)`` of each row (module docstring, step 3)."""
+        """Cell draws, column moves, a column swap and ``cone_trajectories`` order-keeping
+        trajectories of every slot of ``block`` ``(n, M, K)`` for the prior
+        ``N(mean, (1-τ²)Σ_ρ)`` of each row (module docstring, step 3)."""
         n_slots, n_items, n_dims = block.shape
         block = np.ascontiguousarray(block)
         means = np.ascontiguousarray(np.broadcast_to(mean, block.shape))
@@ -239,6 +280,10 @@ class UtilityMeanGibbs(BlockedStep):
         column_moves(block, means, rhos, scales, normals, self.rng.random((n_dims, n_slots)))
         pairs = self.rng.integers(max(n_dims * (n_dims - 1) // 2, 1), size=n_slots)
         column_swaps(block, means, rhos, scales, pairs, self.rng.random(n_slots))
+        for _ in range(self.cone_trajectories):
+            reflective_hmc.cone_trajectories(
+                self.rng, block, means, rhos[0], scales[0] ** 2, DURATION, MAX_EVENTS
+            )
         return block
 
     @staticmethod

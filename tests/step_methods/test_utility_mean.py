@@ -40,18 +40,22 @@ def test_collapsed_density_matches_the_dense_normal(n):
     assert collapsed_log_density(slots, 1.0, 0.2) == -np.inf
 
 
-@pytest.mark.slow  # about 80 s; the collapsed moves are in test_noncentred's exact tau test
-def test_collapsed_moves_keep_the_prior_without_information():
+@pytest.mark.slow  # about 80 s each; the collapsed moves are in test_noncentred's exact tau test
+@pytest.mark.parametrize("n_dims", [2, 3])
+def test_collapsed_moves_keep_the_prior_without_information(n_dims):
     """p = 1: the lists carry no information, so tau ~ U(0, 1) and rho ~ Beta(2, 2) whatever
-    the labels; only UtilityMeanGibbs moves tau and rho here (the others are held fixed)."""
+    the labels; only UtilityMeanGibbs moves tau and rho here (the others are held fixed). With
+    three columns its cycles include the order-keeping trajectories."""
     rng = np.random.default_rng(4)
     lists = [rng.permutation(4).tolist() for _ in range(6)]
     model = pmc.models.clustered_partial_orders(
-        lists, 4, n_dims=2, noise=1.0, rho_prior=(2.0, 2.0), concentration=1.0
+        lists, 4, n_dims=n_dims, noise=1.0, rho_prior=(2.0, 2.0), concentration=1.0
     )
     with model:
+        mean = pmc.UtilityMeanGibbs([model["U0"]])
+        assert mean.cone_trajectories == (n_dims == 3)
         steps = [
-            pmc.UtilityMeanGibbs([model["U0"]]),
+            mean,
             pmc.PartialOrderLabelGibbs([model["cluster"]], sweeps=1),
             pmc.UtilityMetropolis([model["U"]]),
         ]
@@ -122,3 +126,59 @@ def test_cycles_keep_every_order_and_move_tau():
     assert np.array_equal(orders(before), orders(after))
     assert not np.allclose(before, after)
     assert new["tau_interval__"] != point["tau_interval__"]
+
+
+def test_cone_trajectories_default_and_validation():
+    """One order-keeping trajectory per slot and cycle by default with three or more columns;
+    none with two (every wall changes the order) or without the cycles' order-keeping moves,
+    where asking for them is an error."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=3, max_clusters=3)
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 1
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=1).cone_trajectories == 0
+    assert (
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cone_trajectories=3).cone_trajectories == 3
+    )
+    with pytest.raises(TypeError, match="cone_trajectories"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cone_trajectories=1.0)
+    with pytest.raises(ValueError, match="cone_trajectories must be >= 0"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cone_trajectories=-1)
+    with pytest.raises(ValueError, match="cone_trajectories > 0 needs"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=1, cone_trajectories=1)
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 0
+    model = pmc.models.clustered_partial_orders(
+        lists, 3, n_dims=3, max_clusters=3, covariates=np.eye(3)[:, :1]
+    )
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 0
+
+
+@pytest.mark.parametrize("cone", [0, 1])
+def test_trajectories_change_rank_patterns_within_the_orders(cone):
+    """Three columns: with the trajectories the cycles change the columns' rank patterns of
+    the occupied slots while keeping their orders; without them the patterns stay (the cell
+    draws and column moves keep them, the column swaps permute them)."""
+    rng = np.random.default_rng(5)
+    lists = [rng.permutation(6).tolist() for _ in range(12)]
+    model = pmc.models.clustered_partial_orders(lists, 6, n_dims=3, noise=0.05, max_clusters=4)
+    with model:
+        step = pmc.UtilityMeanGibbs(
+            [model["U0"]], cycles=5, cone_trajectories=cone, rng=np.random.default_rng(6)
+        )
+        point = model.initial_point(random_seed=7)
+    point["U"] = rng.normal(size=point["U"].shape)
+    occupied = np.unique(point["cluster"])
+
+    def orders(u):
+        return np.all(u[:, :, None, :] > u[:, None, :, :], axis=-1)
+
+    new = point
+    for _ in range(3):
+        new, _ = step.step(new)
+    before, after = point["U"][occupied], new["U"][occupied]
+    assert np.array_equal(orders(before), orders(after))
+
+    def patterns(u):  # each slot's columns' rank patterns, up to the columns' order (swaps)
+        return [sorted(map(tuple, np.argsort(slot, axis=0).T)) for slot in u]
+
+    assert (patterns(before) == patterns(after)) == (cone == 0)
