@@ -177,9 +177,11 @@ class UtilityMeanGibbs(BlockedStep):
         self.cycles = int(cycles)
         self._keep_orders = can_cycle and self.cycles > 1
         if cone_trajectories is None:  # where a trajectory can change the rank patterns
-            start = initial_point if initial_point is not None else model.initial_point()
-            n_dims = np.shape(start[self._slots_name])[-1] if can_cycle else 0
-            cone_trajectories = _CONE_TRAJECTORIES if self._keep_orders and n_dims >= 3 else 0
+            cone_trajectories = 0
+            if self._keep_orders:
+                start = initial_point if initial_point is not None else model.initial_point()
+                if np.shape(start[self._slots_name])[-1] >= 3:
+                    cone_trajectories = _CONE_TRAJECTORIES
         if cone_trajectories and not self._keep_orders:
             raise ValueError(
                 "cone_trajectories > 0 needs the order-keeping moves of cycles > 1 (lists that "
