@@ -151,6 +151,13 @@ def variant_steps(model, variant):
                     [model["cluster"], model["alpha"]], marginal_utility_moves=int(variant[4:])
                 )
             ]
+    elif variant.startswith("wm"):  # new, N weight moves of pairs of clusters per round
+        with model:  # (wm0: the default before them, twenty-third session)
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"], model["alpha"]], weight_moves=int(variant[2:])
+                )
+            ]
     elif variant.startswith("tm"):  # new, N tuning-phase merges per try (tm0: the default
         with model:  # before the twenty-first session)
             step = [
@@ -476,7 +483,8 @@ def main():
         default=["new"],
         help="new (the default steps), alpha (the default before the concentration was "
         "integrated out of the label moves: Escobar-West on alpha), margN (N utility "
-        "proposals per anchored slot with the movable lists' labels summed out), tmN (N "
+        "proposals per anchored slot with the movable lists' labels summed out), wmN (N "
+        "moves per round of the split of two clusters' lists through their weight), tmN (N "
         "pairs per try of the tuning-phase merges; tm0: none, the default before them), prev (the "
         "defaults before "
         "utility_moves=1 and five "

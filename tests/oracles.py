@@ -738,3 +738,40 @@ def exact_two_item_clustered_hyperposterior(
     if isinstance(p, tuple):
         out["p"] = (noise, weights.sum(axis=(1, 2, 3)) / total)
     return out
+
+
+def two_cluster_split_posterior(ll_a, ll_b, d: float):
+    """Every labelling of ``n`` observations over two clusters with both non-empty, and its
+    probability ``∝ Γ(n_a - d) Γ(n_b - d) Π e^{ℓ}`` (the Pitman--Yor EPPF with every other
+    block held; ``ll_a``, ``ll_b`` the observations' log-likelihoods under the two clusters).
+    Returns ``(sides, probs)``, ``sides`` an ``(S, n)`` boolean array (``True``: cluster a)."""
+    n = len(ll_a)
+    sides, logs = [], []
+    for bits in itertools.product([True, False], repeat=n):
+        n_a = sum(bits)
+        if n_a in (0, n):
+            continue
+        log_p = math.lgamma(n_a - d) + math.lgamma(n - n_a - d)
+        log_p += sum(ll_a[i] if bits[i] else ll_b[i] for i in range(n))
+        sides.append(bits)
+        logs.append(log_p)
+    top = max(logs)
+    probs = np.array([math.exp(v - top) for v in logs])
+    return np.array(sides, dtype=bool), probs / probs.sum()
+
+
+def two_cluster_weight_log_density(eta: float, ll_a, ll_b, d: float) -> float:
+    """``log p(η)`` up to a constant for the log-odds ``η`` of two clusters' weight with their
+    labels summed out by enumeration: ``w^{-d}(1-w)^{-d} Σ_{two-sided c} Π (w e^{ℓ_a})^{[a]}
+    ((1-w) e^{ℓ_b})^{[b]}``, ``w = 1/(1 + e^{-η})``."""
+    w, w_b = 1.0 / (1.0 + math.exp(-eta)), 1.0 / (1.0 + math.exp(eta))
+    n = len(ll_a)
+    total = 0.0
+    for bits in itertools.product([True, False], repeat=n):
+        if sum(bits) in (0, n):
+            continue
+        term = 1.0
+        for i in range(n):
+            term *= w * math.exp(ll_a[i]) if bits[i] else w_b * math.exp(ll_b[i])
+        total += term
+    return -d * (math.log(w) + math.log(w_b)) + math.log(total)

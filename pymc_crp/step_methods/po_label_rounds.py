@@ -1,8 +1,10 @@
 r"""Rounds of label moves of :class:`~pymc_crp.PartialOrderLabelGibbs` with the occupied slots'
 utilities held.
 
-A round is the merge--split proposals the step is configured with (prior, informed and
-annealed; :mod:`pymc_crp.step_methods.po_prior_split_merge` and its siblings) followed by one
+A round is ``weight_moves`` moves of the split of two clusters' lists through their
+un-collapsed weight (:mod:`pymc_crp.core.pair_weights`), the merge--split proposals the step is
+configured with (prior, informed and annealed;
+:mod:`pymc_crp.step_methods.po_prior_split_merge` and its siblings), and one
 Neal (2000) Algorithm 8 sweep over the lists with ``m`` auxiliary slots drawn from the slot
 prior (:mod:`pymc_crp.core.aux_label_sweep`). After the rounds the empty slots' utilities are
 drawn from their prior, an exact Gibbs draw since no list attaches to them. The likelihood
@@ -17,6 +19,7 @@ import numpy as np
 
 from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
 from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.pair_weights import pair_weight_move, pick_pairs
 from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
 
 __all__ = ["LabelRounds"]
@@ -79,6 +82,8 @@ class LabelRounds:
             return pool["draws"][pool["used"] - 1]
 
         for round_ in range(rounds):  # U of the occupied slots is fixed throughout
+            if self.weight_moves:
+                tally[9] += self._weight_moves(labels, ll, discount)
             annealed = first_group and round_ == 0 and self._annealed_rate > 0
             merge_now = first_group and round_ == 0 and self._merge_now
             if self.merge_split or self.informed_split_merge or annealed or merge_now:
@@ -111,6 +116,23 @@ class LabelRounds:
         if empty.any():  # exact Gibbs draw of the empty slots' utilities (unused pool draws)
             utilities[empty] = np.stack([next_draw() for _ in range(int(np.sum(empty)))])
         return sweep
+
+    def _weight_moves(self, labels, ll, discount) -> int:
+        """``weight_moves`` moves of the split of two occupied clusters' lists through their
+        un-collapsed weight (:mod:`pymc_crp.core.pair_weights`), the pairs drawn by
+        :func:`~pymc_crp.core.pair_weights.pick_pairs` from the occupied columns of ``ll``
+        (labels in place). Returns the number of lists that changed cluster."""
+        occupied = np.flatnonzero(np.bincount(labels, minlength=self.n_slots))
+        if occupied.size < 2:
+            return 0
+        moved = 0
+        for a, b in occupied[pick_pairs(ll[:, occupied], self.weight_moves, self.rng)]:
+            members = np.flatnonzero((labels == a) | (labels == b))
+            on_a = labels[members] == a
+            sides = pair_weight_move(ll[members, a], ll[members, b], on_a, discount, self.rng)
+            moved += int(np.count_nonzero(sides != on_a))
+            labels[members] = np.where(sides, a, b)
+        return moved
 
     def _sweep(self, labels, ll, utilities, noise, new_weights, discount, sweep, next_draw):
         """One Algorithm 8 sweep over the lists in random order (in place). Returns the slots

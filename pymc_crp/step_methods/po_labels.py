@@ -262,6 +262,14 @@ class PartialOrderLabelGibbs(
         one move between two groups of four rounds raised the bulk ESS per second of the label
         summaries and ``τ`` 1.34--1.95 times at 1.2 times the time per iteration
         (``benchmarks/README.md``). 0 makes all rounds at the utilities the step starts from.
+    weight_moves : int, default 5
+        Moves per round, made first, of the split of two occupied clusters' lists through
+        their un-collapsed weight (:mod:`pymc_crp.core.pair_weights`: the pair's weight drawn
+        given the labels, a slice-sampling update of it with the pair's labels summed out, the
+        labels drawn given it), the pairs chosen most often where lists fit both clusters
+        best. One move redistributes the lists that fit both clusters about equally, which
+        the one-list-at-a-time sweep moves by a random walk against the prior's pull towards
+        the larger cluster.
     marginal_utility_moves : int, default 0
         Proposals per anchored slot of the utility moves with the labels of the movable lists
         summed out, made after the rounds
@@ -283,7 +291,8 @@ class PartialOrderLabelGibbs(
     likelihood to the power ``λ``: every log-likelihood column (Algorithm 8 weights and the
     merge--split ratios and allocations) is multiplied by ``λ`` (and by the annealing ``β``).
 
-    Stats: ``n_clusters`` (occupied slots after the sweep), ``merges`` and ``splits``
+    Stats: ``n_clusters`` (occupied slots after the sweep), ``weight_moved`` (lists that changed
+    cluster in the weight moves), ``merges`` and ``splits``
     (accepted merge--split proposals), ``tune_merges`` (tuning-phase merges made) and
     ``slots_full`` (a new cluster had prior mass at
     some visit, or a split was proposed, but every slot was occupied: the truncation at
@@ -301,6 +310,7 @@ class PartialOrderLabelGibbs(
         "informed_splits": (np.int64, []),
         "annealed_merges": (np.int64, []),
         "tune_merges": (np.int64, []),
+        "weight_moved": (np.int64, []),
         "annealed_splits": (np.int64, []),
         "slots_full": (bool, []),
         "noise_path_accepted": (np.float64, []),
@@ -330,6 +340,7 @@ class PartialOrderLabelGibbs(
         sweeps: int = 8,
         tune_sweeps: int | None = None,
         utility_moves: int = 1,
+        weight_moves: int = 5,
         anneal: int = 700,
         noise_moves: int = 0,
         noise_path: int = 10,
@@ -405,6 +416,11 @@ class PartialOrderLabelGibbs(
         if utility_moves < 0:
             raise ValueError(f"utility_moves must be a non-negative integer, got {utility_moves}")
         self.utility_moves = int(utility_moves)
+        if isinstance(weight_moves, bool) or not isinstance(weight_moves, Integral):
+            raise TypeError(f"weight_moves must be a non-negative integer, got {weight_moves!r}")
+        if weight_moves < 0:
+            raise ValueError(f"weight_moves must be a non-negative integer, got {weight_moves}")
+        self.weight_moves = int(weight_moves)
         self._between_utilities = None
         if self.utility_moves:
             self._between_utilities = UtilityMetropolis(
@@ -482,8 +498,8 @@ class PartialOrderLabelGibbs(
         rounds = self.tune_sweeps if self.tune else self.sweeps
         groups = [g.size for g in np.array_split(np.arange(rounds), self.utility_moves + 1)]
         # merges, splits, refused, informed merges and splits, full, annealed merges and splits,
-        # tuning-phase merges
-        tally = np.zeros(9, dtype=np.int64)
+        # tuning-phase merges, lists moved by the weight moves
+        tally = np.zeros(10, dtype=np.int64)
         for group, n_rounds in enumerate(g for g in groups if g):
             if group:  # the utilities' update between groups of rounds (an exact kernel)
                 point[self._label_name] = labels
@@ -515,6 +531,7 @@ class PartialOrderLabelGibbs(
             "annealed_merges": int(tally[6]),
             "annealed_splits": int(tally[7]),
             "tune_merges": int(tally[8]),
+            "weight_moved": int(tally[9]),
             "slots_full": n_full > 0,
             "noise_path_accepted": noise_accept,
             "warning": None,

@@ -131,6 +131,18 @@ def test_utility_moves_between_rounds_match_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
+def test_weight_moves_match_enumeration():
+    """``weight_moves=3`` per round beside one merge--split proposal and no sweep, so that the
+    weight moves of pairs of clusters make most of the label changes (Pitman--Yor, 6 slots)."""
+    z = sample_tiny(
+        n_slots=6, n_aux=1, discount=0.4, seed=19, draws=2000, sweep=False, merge_split=1,
+        weight_moves=3,
+    )  # fmt: skip
+    co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.4)
+    assert not mismatches(z, co, k_dist)
+    assert mismatches(z, *exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0))
+
+
 def test_comparison_has_power(many_slots):
     """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
     would a sampler that ignores the discount."""
@@ -219,6 +231,10 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, utility_moves=1.0)
     with pytest.raises(TypeError, match="n_aux"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, n_aux=1.5)
+    with pytest.raises(ValueError, match="weight_moves"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves=-1)
+    with pytest.raises(TypeError, match="weight_moves"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves=True)
     with pytest.raises(ValueError, match="merge_split"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=-1)
     with pytest.raises(TypeError, match="merge_split"):
