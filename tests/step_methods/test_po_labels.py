@@ -143,6 +143,19 @@ def test_weight_moves_match_enumeration():
     assert mismatches(z, *exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0))
 
 
+def test_weight_moves_default_follows_the_number_of_lists():
+    """5 per round from 500 lists on, none below (where they cost time and the sweep redraws
+    a share of a few lists at once)."""
+    for n_lists, expected in ((499, 0), (500, 5)):
+        lists = [[0, 1, 2], [2, 1, 0]] * (n_lists // 2) + [[1, 0, 2]] * (n_lists % 2)
+        model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
+        with model:
+            step = pmc.PartialOrderLabelGibbs([model["cluster"]])
+        assert step.weight_moves == expected
+        with model:
+            assert pmc.PartialOrderLabelGibbs([model["cluster"]], weight_moves=2).weight_moves == 2
+
+
 def test_comparison_has_power(many_slots):
     """A missing 1/m on the new-cluster weight (θ m instead of θ) would be detected, and so
     would a sampler that ignores the discount."""
