@@ -115,13 +115,14 @@ def log_pair_weight_density(eta, ll_a: np.ndarray, ll_b: np.ndarray, discount: f
     return float(out[0]) if eta_array.ndim == 0 else out.reshape(eta_array.shape)
 
 
-def _grid_proposal(eta, log_density, ll_a, ll_b, rng) -> float:
+def _grid_proposal(eta, here, log_density, ll_a, ll_b, rng) -> tuple[float, float]:
     r"""An independence Metropolis--Hastings update of ``η`` whose proposal is piecewise
     constant over ``GRID`` cells spanning the members' switch points ``η = ℓ_b - ℓ_a`` widened
     by ``log |U| + GRID_MARGIN`` on each side (cell ``j`` drawn with probability ``∝ p(η_j)`` at
     its centre, then uniform in it). It reads only the members' log-likelihoods, so it can jump
     between the modes of ``p(η)`` that the slice sampler does not cross (with a discount the
-    Pólya prior puts one mode near each side taking the ambiguous members)."""
+    Pólya prior puts one mode near each side taking the ambiguous members). ``here`` is
+    ``log p(η)``; returns the new ``η`` and its log density."""
     switch = ll_b - ll_a
     margin = np.log(switch.size) + GRID_MARGIN
     low, high = float(switch.min()) - margin, float(switch.max()) + margin
@@ -132,16 +133,17 @@ def _grid_proposal(eta, log_density, ll_a, ll_b, rng) -> float:
     cell = int(rng.choice(GRID, p=np.exp(log_q)))
     proposal = centres[cell] + width * (rng.random() - 0.5)
     if not low <= eta < high:
-        return eta  # outside the grid the reverse proposal has density zero
-    here = min(int((eta - low) / width), GRID - 1)
-    log_ratio = log_density(proposal) - log_density(eta) + log_q[here] - log_q[cell]
-    return proposal if np.log(rng.random()) < log_ratio else eta
+        return eta, here  # outside the grid the reverse proposal has density zero
+    there = log_density(proposal)
+    now_cell = min(int((eta - low) / width), GRID - 1)
+    log_ratio = there - here + log_q[now_cell] - log_q[cell]
+    return (proposal, there) if np.log(rng.random()) < log_ratio else (eta, here)
 
 
-def _slice_step(eta, log_density, rng) -> float:
+def _slice_step(eta, here, log_density, rng) -> float:
     """One slice-sampling update of ``η`` (stepping out, then shrinkage) from a point of
-    positive density."""
-    level = log_density(eta) + np.log(rng.random())
+    positive density, ``here = log p(η)``."""
+    level = here + np.log(rng.random())
     left = eta - SLICE_WIDTH * rng.random()
     right = left + SLICE_WIDTH
     for _ in range(SLICE_STEPS_OUT):
@@ -217,11 +219,12 @@ def pair_weight_move(
     def log_density(x):
         return log_pair_weight_density(x, ll_a, ll_b, discount)
 
-    if not np.isfinite(log_density(eta)):
+    here = log_density(eta)
+    if not np.isfinite(here):
         return on_a
     if discount > 0.0:  # the prior's two modes (module docstring)
-        eta = _grid_proposal(eta, log_density, ll_a, ll_b, rng)
-    eta = _slice_step(eta, log_density, rng)
+        eta, here = _grid_proposal(eta, here, log_density, ll_a, ll_b, rng)
+    eta = _slice_step(eta, here, log_density, rng)
     r = eta + (ll_a - ll_b)
     return _two_sided_sides(-np.logaddexp(0.0, -r), -np.logaddexp(0.0, r), rng)
 
