@@ -97,13 +97,20 @@ def log_pair_weight_density(eta, ll_a: np.ndarray, ll_b: np.ndarray, discount: f
     ``sp(r) = log(1 + e^r)``; the two exponentials are the probabilities that every member
     takes side ``a`` and side ``b`` given ``η``."""
     eta_array = np.asarray(eta, dtype=float)
-    etas = eta_array.reshape(-1)
-    sums = _softplus_sums(etas, np.ascontiguousarray(ll_b - ll_a, dtype=np.float64))
+    switch = np.ascontiguousarray(ll_b - ll_a, dtype=np.float64)
+    out = _log_weight_density(eta_array.reshape(-1), switch, float(np.sum(ll_b)), discount)
+    return float(out[0]) if eta_array.ndim == 0 else out.reshape(eta_array.shape)
+
+
+def _log_weight_density(etas, switch, sum_b, discount) -> np.ndarray:
+    """:func:`log_pair_weight_density` at the 1-D ``etas`` from the members' switch points
+    ``ℓ_b - ℓ_a`` (contiguous float64) and ``Σ ℓ_b``, which a move computes once."""
+    sums = _softplus_sums(etas, switch)
     all_b = -sums[:, 0]
     all_a = -sums[:, 1]
     log_w = -np.logaddexp(0.0, -etas)
     log_1mw = -np.logaddexp(0.0, etas)
-    total = ll_b.size * log_1mw + float(np.sum(ll_b)) + sums[:, 0]
+    total = switch.size * log_1mw + sum_b + sums[:, 0]
     # log(1 - e^A - e^B) with A, B <= 0, the larger one through expm1
     rest = -np.expm1(np.maximum(all_a, all_b))
     small = np.exp(np.minimum(all_a, all_b))
@@ -111,11 +118,10 @@ def log_pair_weight_density(eta, ll_a: np.ndarray, ll_b: np.ndarray, discount: f
         two_sided = np.where(
             (rest > 0.0) & (small < rest), np.log(rest) + np.log1p(-small / rest), -np.inf
         )
-    out = -discount * (log_w + log_1mw) + total + two_sided
-    return float(out[0]) if eta_array.ndim == 0 else out.reshape(eta_array.shape)
+    return -discount * (log_w + log_1mw) + total + two_sided
 
 
-def _grid_proposal(eta, here, log_density, ll_a, ll_b, rng) -> tuple[float, float]:
+def _grid_proposal(eta, here, log_density, switch, rng) -> tuple[float, float]:
     r"""An independence Metropolis--Hastings update of ``η`` whose proposal is piecewise
     constant over ``GRID`` cells spanning the members' switch points ``η = ℓ_b - ℓ_a`` widened
     by ``log |U| + GRID_MARGIN`` on each side (cell ``j`` drawn with probability ``∝ p(η_j)`` at
@@ -123,7 +129,6 @@ def _grid_proposal(eta, here, log_density, ll_a, ll_b, rng) -> tuple[float, floa
     between the modes of ``p(η)`` that the slice sampler does not cross (with a discount the
     Pólya prior puts one mode near each side taking the ambiguous members). ``here`` is
     ``log p(η)``; returns the new ``η`` and its log density."""
-    switch = ll_b - ll_a
     margin = np.log(switch.size) + GRID_MARGIN
     low, high = float(switch.min()) - margin, float(switch.max()) + margin
     width = (high - low) / GRID
@@ -216,16 +221,21 @@ def pair_weight_move(
         return on_a
     eta = float(np.log(w) - np.log1p(-w))
 
+    switch = np.ascontiguousarray(ll_b - ll_a, dtype=np.float64)
+    sum_b = float(np.sum(ll_b))
+
     def log_density(x):
-        return log_pair_weight_density(x, ll_a, ll_b, discount)
+        x = np.asarray(x, dtype=float)
+        out = _log_weight_density(x.reshape(-1), switch, sum_b, discount)
+        return float(out[0]) if x.ndim == 0 else out
 
     here = log_density(eta)
     if not np.isfinite(here):
         return on_a
     if discount > 0.0:  # the prior's two modes (module docstring)
-        eta, here = _grid_proposal(eta, here, log_density, ll_a, ll_b, rng)
+        eta, here = _grid_proposal(eta, here, log_density, switch, rng)
     eta = _slice_step(eta, here, log_density, rng)
-    r = eta + (ll_a - ll_b)
+    r = eta - switch
     return _two_sided_sides(-np.logaddexp(0.0, -r), -np.logaddexp(0.0, r), rng)
 
 
