@@ -17,7 +17,8 @@ swaps keep every order:
 * ``_coordinate_draw`` — the exact Gibbs draw over all intervals (a list evaluation per
   interval).
 
-The methods read the step's slot sweep (``_SlotSweep``: the point, the slot's utilities and
+The methods read the step's slot sweep (``_SlotSweep`` of
+:mod:`pymc_crp.step_methods.utility_slot_moves`: the point, the slot's utilities and
 lists, the prior of the rows) and use the step's ``_accept_slot`` and generator.
 """
 
