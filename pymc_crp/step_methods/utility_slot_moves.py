@@ -30,7 +30,7 @@ __all__ = ["SlotAcceptance"]
 
 @dataclass
 class _SlotPrior:
-    """The prior of the slots during a step (see :meth:`UtilityMetropolis._slot_prior`);
+    """The prior of the slots during a step (see :meth:`~pymc_crp.UtilityMetropolis._slot_prior`);
     ``density`` caches the elementwise prior log-density at the current utilities."""
 
     mean: np.ndarray | None = None
