@@ -96,15 +96,16 @@ def log_pair_weight_density(eta, ll_a: np.ndarray, ll_b: np.ndarray, discount: f
 
     ``sp(r) = log(1 + e^r)``; the two exponentials are the probabilities that every member
     takes side ``a`` and side ``b`` given ``η``."""
-    eta_array = np.asarray(eta, dtype=float)
     switch = np.ascontiguousarray(ll_b - ll_a, dtype=np.float64)
-    out = _log_weight_density(eta_array.reshape(-1), switch, float(np.sum(ll_b)), discount)
-    return float(out[0]) if eta_array.ndim == 0 else out.reshape(eta_array.shape)
+    return _log_weight_density(eta, switch, float(np.sum(ll_b)), discount)
 
 
-def _log_weight_density(etas, switch, sum_b, discount) -> np.ndarray:
-    """:func:`log_pair_weight_density` at the 1-D ``etas`` from the members' switch points
-    ``ℓ_b - ℓ_a`` (contiguous float64) and ``Σ ℓ_b``, which a move computes once."""
+def _log_weight_density(eta, switch, sum_b, discount):
+    """:func:`log_pair_weight_density` at ``eta`` (a scalar or an array) from the members'
+    switch points ``ℓ_b - ℓ_a`` (contiguous float64) and ``Σ ℓ_b``, which a move computes
+    once."""
+    eta_array = np.asarray(eta, dtype=float)
+    etas = eta_array.reshape(-1)
     sums = _softplus_sums(etas, switch)
     all_b = -sums[:, 0]
     all_a = -sums[:, 1]
@@ -118,7 +119,8 @@ def _log_weight_density(etas, switch, sum_b, discount) -> np.ndarray:
         two_sided = np.where(
             (rest > 0.0) & (small < rest), np.log(rest) + np.log1p(-small / rest), -np.inf
         )
-    return -discount * (log_w + log_1mw) + total + two_sided
+    out = -discount * (log_w + log_1mw) + total + two_sided
+    return float(out[0]) if eta_array.ndim == 0 else out.reshape(eta_array.shape)
 
 
 def _grid_proposal(eta, here, log_density, switch, rng) -> tuple[float, float]:
@@ -225,9 +227,7 @@ def pair_weight_move(
     sum_b = float(np.sum(ll_b))
 
     def log_density(x):
-        x = np.asarray(x, dtype=float)
-        out = _log_weight_density(x.reshape(-1), switch, sum_b, discount)
-        return float(out[0]) if x.ndim == 0 else out
+        return _log_weight_density(x, switch, sum_b, discount)
 
     here = log_density(eta)
     if not np.isfinite(here):

@@ -277,8 +277,9 @@ class PartialOrderLabelGibbs(
         On 5,000 simulated rankings they doubled the bulk ESS of the partition entropy at the
         same time per iteration; on 1,000, ESS per second 0.90--1.16 times with the last
         R-hat above 1.01 brought to 1.007; on the demo's 15 lists they cost a quarter of the
-        time per iteration, where the sweep already redraws a share of a few lists at once
-        (``benchmarks/README.md``).
+        time per iteration, where the sweep already redraws a share of a few lists at once;
+        on 1,000 real ballots in about 36 small clusters they cost 15--17 % of the time per
+        iteration without a consistent gain (``benchmarks/README.md``).
     marginal_utility_moves : int, default 0
         Proposals per anchored slot of the utility moves with the labels of the movable lists
         summed out, made after the rounds
