@@ -319,8 +319,10 @@ def memo_ratios_kernel(
     taken from the memo ``(keys, vals, table, meta)`` (:class:`OrderMemo`) where it holds
     list ``i`` (row ``row_ids[i]`` of its list set) under the same restricted order, else
     counted and stored. Lists of at most :data:`MAX_SMALL_LENGTH` items are counted in rank
-    space (:func:`_small_ratios`; consecutive lists over the same items share the counts),
-    longer ones by the general kernel. Returns ``ok`` (False past ``max_states``)."""
+    space (:func:`_small_ratios`; consecutive lists over the same items share the counts, so
+    only the first of them looks in the memo: with full rankings, where every order is new
+    to the memo, the look-ups cost more than the counting), longer ones by the general
+    kernel. Returns ``ok`` (False past ``max_states``)."""
     width = lists.shape[1]
     longest = 0  # of the short lists asked for: 2^longest counts
     for t in range(perm.shape[0]):
@@ -348,7 +350,8 @@ def memo_ratios_kernel(
     for t in range(perm.shape[0]):
         i = perm[t]
         n = lengths[i]
-        if n <= MAX_MEMO_LENGTH and (last < 0 or not _same_items(lists, lengths, i, last)):
+        fresh = n > MAX_MEMO_LENGTH or last < 0 or not _same_items(lists, lengths, i, last)
+        if n <= MAX_MEMO_LENGTH and fresh:
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
             n_small = n if n <= MAX_SMALL_LENGTH else 0
             for r in range(n_small):
@@ -362,7 +365,8 @@ def memo_ratios_kernel(
             gen += 1  # counts of other items (or another order) are stale
             last = i
         h = _ZERO
-        if use:
+        memo = use and (fresh or n > MAX_SMALL_LENGTH)  # else the counts are at hand
+        if memo:
             h = _key(keys, row_ids[i], code, n)
             s = _find(keys, table, n, h)
             if s >= 0:
@@ -382,7 +386,7 @@ def memo_ratios_kernel(
                 )
             if reached < 0:
                 return False
-        if use:
+        if memo:
             _store(keys, vals, table, meta, n, h, ratios, i)
     return True
 

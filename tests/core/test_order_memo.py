@@ -108,6 +108,23 @@ def test_memo_serves_lists_whose_restricted_order_is_unchanged():
     np.testing.assert_array_equal(second, fresh)  # no memo (capacity 0): the same ratios
 
 
+def test_full_rankings_look_in_the_memo_once_per_call():
+    """Lists over the same items share their counts within a call: only the first looks in
+    the memo (full rankings, where the look-ups cost more than the counts), and the ratios
+    equal brute force."""
+    rng = np.random.default_rng(3)
+    n_items = 7
+    padded = np.stack([rng.permutation(n_items) for _ in range(40)])
+    list_set = ListSet(padded)
+    memo = OrderMemo(*list_set.steps.shape, 2**20)
+    eta = rng.standard_normal((n_items, 2))
+    got = _memo_ratios(utility_relation_words(eta[None])[0], list_set, memo)
+    assert memo.meta[1] + memo.meta[2] == 1  # one look-up (a miss) for all the lists
+    for row in range(list_set.steps.shape[0]):
+        want = _brute_ratios(eta, [int(x) for x in list_set.steps[row]])
+        np.testing.assert_allclose(got[row], want, rtol=1e-12, atol=0.0)
+
+
 def test_memo_is_emptied_when_full_and_stays_exact():
     rng = np.random.default_rng(8)
     padded = _lists(rng, 30, 20, 5, min_len=5)
