@@ -151,6 +151,13 @@ def variant_steps(model, variant):
                     [model["cluster"], model["alpha"]], marginal_utility_moves=int(variant[4:])
                 )
             ]
+    elif variant.startswith("wms"):  # new, weight moves from N lists per cluster on average
+        with model:  # (wms0: in every round, the default of the twenty-fourth session)
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    [model["cluster"], model["alpha"]], weight_moves_mean_size=float(variant[3:])
+                )
+            ]
     elif variant.startswith("wm"):  # new, N weight moves of pairs of clusters per round
         with model:  # (wm0: the default before them, twenty-third session)
             step = [

@@ -33,10 +33,10 @@ POOL_DRAWS = 256
 class LabelRounds:
     """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: the rounds of the module docstring.
     Reads the step's ``rng``, ``n_slots``, ``n_aux``, ``sweep``, ``merge_split``,
-    ``informed_split_merge``, ``_beta``, ``_annealed_rate``, ``_merge_now`` (tuning-phase
-    merges in this step), ``_term`` (the list term),
-    ``_draw_fn``/``_draw_rng`` (compiled prior draws), ``_slot_prior`` and the split--merge
-    mixins' proposal methods."""
+    ``informed_split_merge``, ``weight_moves``, ``weight_moves_mean_size``, ``_beta``,
+    ``_annealed_rate``, ``_merge_now`` (tuning-phase merges in this step), ``_term`` (the list
+    term), ``_draw_fn``/``_draw_rng`` (compiled prior draws), ``_slot_prior`` and the
+    split--merge mixins' proposal methods."""
 
     def _prior_draws(self, point) -> np.ndarray:
         """At least ``POOL_DRAWS`` (and ``L``) independent draws of one slot's utilities from
@@ -121,10 +121,12 @@ class LabelRounds:
         """``weight_moves`` moves of the split of two occupied clusters' lists through their
         un-collapsed weight (:mod:`pymc_crp.core.pair_weights`), the pairs drawn by
         :func:`~pymc_crp.core.pair_weights.pick_pairs` from the occupied columns of ``ll``
-        (labels in place). Returns the number of lists that changed cluster."""
+        (labels in place), when the ``K`` occupied clusters hold at least
+        ``weight_moves_mean_size`` lists on average (``N >= weight_moves_mean_size K``; none
+        otherwise). Returns the number of lists that changed cluster."""
         occupied = np.flatnonzero(np.bincount(labels, minlength=self.n_slots))
-        if occupied.size < 2:
-            return 0
+        if occupied.size < 2 or labels.size < self.weight_moves_mean_size * occupied.size:
+            return 0  # exact either way: the moves keep the number of clusters
         moved = 0
         for a, b in occupied[pick_pairs(ll[:, occupied], self.weight_moves, self.rng)]:
             members = np.flatnonzero((labels == a) | (labels == b))

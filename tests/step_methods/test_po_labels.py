@@ -131,12 +131,15 @@ def test_utility_moves_between_rounds_match_enumeration():
     assert not mismatches(z, co, k_dist)
 
 
-def test_weight_moves_match_enumeration():
+@pytest.mark.parametrize("mean_size", [0.0, pytest.param(2.0, marks=pytest.mark.slow)])
+def test_weight_moves_match_enumeration(mean_size):
     """``weight_moves=3`` per round beside one merge--split proposal and no sweep, so that the
-    weight moves of pairs of clusters make most of the label changes (Pitman--Yor, 6 slots)."""
+    weight moves of pairs of clusters make most of the label changes (Pitman--Yor, 6 slots):
+    in every round, or (``weight_moves_mean_size=2``) only in rounds that start with at most
+    two clusters for the 5 lists, a rule on the number of clusters, which the moves keep."""
     z = sample_tiny(
         n_slots=6, n_aux=1, discount=0.4, seed=19, draws=2000, sweep=False, merge_split=1,
-        weight_moves=3,
+        weight_moves=3, weight_moves_mean_size=mean_size,
     )  # fmt: skip
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.4)
     assert not mismatches(z, co, k_dist)
@@ -154,6 +157,22 @@ def test_weight_moves_default_follows_the_number_of_lists():
         assert step.weight_moves == expected
         with model:
             assert pmc.PartialOrderLabelGibbs([model["cluster"]], weight_moves=2).weight_moves == 2
+
+
+def test_weight_moves_only_where_clusters_hold_many_lists():
+    """With ``weight_moves_mean_size=50`` a round makes its weight moves only when the clusters
+    hold at least 50 lists on average: 100 lists in 2 clusters have them moved, in 3 not."""
+    lists = [[0, 1, 2]] * 50 + [[2, 1, 0]] * 50
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1)
+    with model:
+        step = pmc.PartialOrderLabelGibbs(
+            [model["cluster"]], weight_moves=4, weight_moves_mean_size=50
+        )
+    step.set_rng(np.random.default_rng(0))
+    ll = np.zeros((100, step.n_slots))  # every list fits every cluster equally
+    for labels, expect_moves in ((np.repeat([0, 1], 50), True), (np.arange(100) % 3, False)):
+        moved = step._weight_moves(labels.copy(), ll, 0.0)
+        assert (moved > 0) == expect_moves
 
 
 def test_comparison_has_power(many_slots):
@@ -248,6 +267,10 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves=-1)
     with pytest.raises(TypeError, match="weight_moves"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves=True)
+    with pytest.raises(ValueError, match="weight_moves_mean_size"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves_mean_size=-1.0)
+    with pytest.raises(TypeError, match="weight_moves_mean_size"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves_mean_size="50")
     with pytest.raises(ValueError, match="merge_split"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=-1)
     with pytest.raises(TypeError, match="merge_split"):
