@@ -102,7 +102,8 @@ from pymc_crp.step_methods.utility_metropolis import UtilityMetropolis
 
 __all__ = ["PartialOrderLabelGibbs"]
 
-# The default weight moves per round, and the number of lists from which they are made.
+# The default weight moves per round, the number of lists from which they are made, and the
+# mean cluster size from which a round makes them (0: every round).
 WEIGHT_MOVES = 5
 WEIGHT_MOVES_FROM = 500
 WEIGHT_MOVES_MEAN_SIZE = 0.0
