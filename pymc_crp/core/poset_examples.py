@@ -6,17 +6,10 @@ item ``j``) and are re-exported by :mod:`pymc_crp.core.posets`.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from pymc_crp.core.checks import integer_at_least
 from pymc_crp.core.poset_validation import _validate_rng
-
-
-def _check_count(n, name: str = "n") -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
-    return int(n)
 
 
 def random_two_dimensional_order(n: int, rng) -> np.ndarray:
@@ -25,7 +18,7 @@ def random_two_dimensional_order(n: int, rng) -> np.ndarray:
     ``i ≻ j`` iff ``i`` precedes ``j`` in both permutations. Returns a closed
     ``(n, n)`` boolean matrix.
     """
-    n = _check_count(n)
+    n = integer_at_least(n, "n", type_error=ValueError)
     rng = _validate_rng(rng)
     pos1 = rng.permutation(n)
     pos2 = rng.permutation(n)
@@ -37,7 +30,7 @@ def crown_order(n: int) -> np.ndarray:
 
     It has ``(n + 1) · n! · (n − 1)!`` linear extensions for ``n >= 1``.
     """
-    n = _check_count(n)
+    n = integer_at_least(n, "n", type_error=ValueError)
     adj = np.zeros((2 * n, 2 * n), dtype=bool)
     adj[:n, n:] = ~np.eye(n, dtype=bool)
     return adj
@@ -45,13 +38,13 @@ def crown_order(n: int) -> np.ndarray:
 
 def chain_order(n: int) -> np.ndarray:
     """The chain ``0 ≻ 1 ≻ ... ≻ n−1`` (closed); one linear extension."""
-    n = _check_count(n)
+    n = integer_at_least(n, "n", type_error=ValueError)
     return np.triu(np.ones((n, n), dtype=bool), 1)
 
 
 def antichain_order(n: int) -> np.ndarray:
     """``n`` pairwise incomparable items; ``n!`` linear extensions."""
-    n = _check_count(n)
+    n = integer_at_least(n, "n", type_error=ValueError)
     return np.zeros((n, n), dtype=bool)
 
 
@@ -61,8 +54,8 @@ def grid_order(rows: int, cols: int) -> np.ndarray:
 
     ``grid_order(2, n)`` has Catalan(n) ``= binom(2n, n) / (n + 1)`` linear extensions.
     """
-    rows = _check_count(rows, "rows")
-    cols = _check_count(cols, "cols")
+    rows = integer_at_least(rows, "rows", type_error=ValueError)
+    cols = integer_at_least(cols, "cols", type_error=ValueError)
     r, c = np.divmod(np.arange(rows * cols), cols) if cols else (np.array([]), np.array([]))
     adj = (r[:, None] <= r[None, :]) & (c[:, None] <= c[None, :])
     np.fill_diagonal(adj, False)

@@ -52,12 +52,10 @@ Stat.* 31(4), 1189–1201.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 from numba import njit
 
-from pymc_crp.core.checks import positive_int
+from pymc_crp.core.checks import integer_at_least, positive_int
 from pymc_crp.posterior.draws import canonical_draws, label_draws
 
 __all__ = ["LOSSES", "expected_loss", "point_estimate_partition"]
@@ -92,14 +90,6 @@ def _normaliser(kind: int, n: int) -> float:
     if kind == _VI:
         return float(n)
     return max(n * (n - 1) / 2.0, 1.0)
-
-
-def _nonnegative_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
-        raise TypeError(f"{name} must be a non-negative integer, got {value!r}")
-    if int(value) < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value}")
-    return int(value)
 
 
 class _Draws:
@@ -508,10 +498,10 @@ def point_estimate_partition(
     """
     kind = _check_loss(loss)
     if seed is not None:
-        seed = _nonnegative_int(seed, "seed")
-    n_runs = _nonnegative_int(n_runs, "n_runs")
+        seed = integer_at_least(seed, "seed")
+    n_runs = integer_at_least(n_runs, "n_runs")
     max_sweeps = positive_int(max_sweeps, "max_sweeps")
-    max_zealous = _nonnegative_int(max_zealous, "max_zealous")
+    max_zealous = integer_at_least(max_zealous, "max_zealous")
     draws = _Draws(label_draws(idata_or_draws, var_name, name="idata_or_draws"), kind)
     kmax = int(draws.n_blocks.max())
     if max_clusters is not None:
