@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_crp.core.checks import integer_at_least
+
 __all__ = [
     "RankData",
     "load_albury_ballots",
@@ -155,8 +157,7 @@ def load_albury_ballots(
         raise ValueError(f"min_length must be an integer from 1 to 5, got {min_length!r}")
     if not 1 <= min_length <= 5:
         raise ValueError(f"min_length must be an integer from 1 to 5, got {min_length!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    integer_at_least(seed, "seed", type_error=ValueError)
     if n_ballots is not None and (
         isinstance(n_ballots, bool) or not isinstance(n_ballots, int | np.integer) or n_ballots < 1
     ):

@@ -19,6 +19,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pymc_crp.core.checks import integer_at_least, positive_int
 from pymc_crp.core.lists import EncodedLists
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, gumbel_utilities
 from pymc_crp.distributions.partial_order_lists import PartialOrderLists
@@ -52,16 +53,13 @@ def default_max_clusters(n_lists: int) -> int:
     variation (``benchmarks/po_convergence.py --data heterogeneous``) the draws reach 93--96
     clusters, so 96 slots (``3⌈√n⌉``) were all taken in 0.1--0.4 % of the draws and 160 in
     none, at the same time per iteration (156 ms)."""
-    if isinstance(n_lists, bool) or not isinstance(n_lists, int | np.integer) or n_lists < 1:
-        raise ValueError(f"n_lists must be a positive integer, got {n_lists!r}")
+    positive_int(n_lists, "n_lists", type_error=ValueError)
     return int(min(n_lists, max(50, 4 * math.ceil(math.sqrt(n_lists)))))
 
 
 def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item_names=None):
-    if isinstance(n_items, bool) or not isinstance(n_items, int | np.integer) or n_items < 2:
-        raise ValueError(f"n_items must be an integer >= 2, got {n_items!r}")
-    if isinstance(n_dims, bool) or not isinstance(n_dims, int | np.integer) or n_dims < 1:
-        raise ValueError(f"n_dims must be a positive integer, got {n_dims!r}")
+    integer_at_least(n_items, "n_items", 2, type_error=ValueError)
+    positive_int(n_dims, "n_dims", type_error=ValueError)
     if _beta_pair(rho_prior) is None:
         raise ValueError(
             f"rho_prior must be a pair (a, b) of positive finite Beta parameters, got {rho_prior!r}"
@@ -287,12 +285,8 @@ def clustered_partial_orders(
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
-    if max_clusters is not None and (
-        isinstance(max_clusters, bool)
-        or not isinstance(max_clusters, int | np.integer)
-        or max_clusters < 1
-    ):
-        raise ValueError(f"max_clusters must be a positive integer, got {max_clusters!r}")
+    if max_clusters is not None:
+        positive_int(max_clusters, "max_clusters", type_error=ValueError)
     if concentration is not None:
         try:
             value = float(concentration)

@@ -37,7 +37,7 @@ from pymc_crp.core.categorical_math import (
     category_counts,
     dirichlet_sample_posterior,
 )
-from pymc_crp.core.checks import positive_int
+from pymc_crp.core.checks import integer_at_least, positive_int
 from pymc_crp.core.conjugate_math import (
     DIRICHLET_CATEGORICAL,
     MVN_MEAN,
@@ -196,11 +196,7 @@ class ConjugateCRPGibbs(BlockedStep):
         model = modelcontext(model)
         positive_int(sweeps, "sweeps", type_error=ValueError)
         self.sweeps = int(sweeps)
-        if isinstance(split_merge, bool) or not isinstance(split_merge, int | np.integer):
-            raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
-        if split_merge < 0:
-            raise ValueError(f"split_merge must be a non-negative integer, got {split_merge!r}")
-        self.split_merge = int(split_merge)
+        self.split_merge = integer_at_least(split_merge, "split_merge", type_error=ValueError)
         if vars is None:
             vars = [v for v in model.value_vars if self.competence(model.values_to_rvs[v]) > 0]
         value_vars = get_value_vars_from_user_vars(vars, model)

@@ -8,12 +8,11 @@ variables that the builders of :mod:`pymc_crp.models` record as hyperparameters.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 from pymc.model import modelcontext
 from pymc.step_methods.compound import Competence
 
+from pymc_crp.core.checks import positive_int
 from pymc_crp.roles import HyperparameterRole, get_role
 from pymc_crp.step_methods.list_terms import model_list_entries, repeats_for_entries
 from pymc_crp.step_methods.scalar_metropolis import ScalarMetropolis
@@ -69,10 +68,8 @@ class HyperparameterMetropolis(ScalarMetropolis):
         repeats: int | None = None,
         **kwargs,
     ):
-        if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, Integral)):
-            raise TypeError(f"repeats must be a positive integer, got {repeats!r}")
-        if repeats is not None and repeats < 1:
-            raise ValueError(f"repeats must be a positive integer, got {repeats}")
+        if repeats is not None:
+            positive_int(repeats, "repeats")
         super().__init__(vars, proposal=proposal, scale=scale, **kwargs)
         if repeats is None and self.reads_lists:
             repeats = NOISE_REPEATS

@@ -56,11 +56,12 @@ the lists of the anchored slots.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 
 import numpy as np
 from scipy.special import logsumexp
 
+from pymc_crp.core.checks import integer_at_least
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 
 __all__ = ["MarginalUtilityMoves"]
@@ -76,10 +77,7 @@ class MarginalUtilityMoves:
 
     def _marginal_setup(self, moves, anchor_fraction, scale) -> None:
         """Check and store the options (``scale``: the initial ``b``)."""
-        if isinstance(moves, bool) or not isinstance(moves, Integral) or moves < 0:
-            raise ValueError(
-                f"marginal_utility_moves must be a non-negative integer, got {moves!r}"
-            )
+        integer_at_least(moves, "marginal_utility_moves", type_error=ValueError)
         for name, value in (("anchor_fraction", anchor_fraction), ("marginal_scale", scale)):
             if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
                 raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")

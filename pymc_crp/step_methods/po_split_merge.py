@@ -61,11 +61,11 @@ References
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import numpy as np
 import pytensor.tensor as pt
 
+from pymc_crp.core.checks import integer_at_least
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
@@ -138,11 +138,7 @@ class InformedSplitMerge:
         them or of the already checked ``others`` is positive (the moves need the
         equicorrelated normal conditionals)."""
         for option, count in counts.items():
-            if isinstance(count, bool) or not isinstance(count, Integral):
-                raise TypeError(f"{option} must be a non-negative integer, got {count!r}")
-            if count < 0:
-                raise ValueError(f"{option} must be a non-negative integer, got {count}")
-            setattr(self, option, int(count))
+            setattr(self, option, integer_at_least(count, option))
         wanted = [option for option, count in {**counts, **(others or {})}.items() if count]
         if not wanted:
             return

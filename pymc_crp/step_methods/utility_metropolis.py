@@ -44,6 +44,7 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import NormalRV
 
+from pymc_crp.core.checks import integer_at_least
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
@@ -211,12 +212,8 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
             )
         if not 0 < pcn_step <= 1 or not rw_scale > 0:
             raise ValueError("need 0 < pcn_step <= 1 and rw_scale > 0")
-        if item_sweeps is not None and (
-            isinstance(item_sweeps, bool) or not isinstance(item_sweeps, Integral)
-        ):
-            raise TypeError(f"item_sweeps must be a non-negative integer, got {item_sweeps!r}")
-        if item_sweeps is not None and item_sweeps < 0:
-            raise ValueError(f"item_sweeps must be a non-negative integer, got {item_sweeps}")
+        if item_sweeps is not None:
+            integer_at_least(item_sweeps, "item_sweeps")
         self.vars = [value_var]
         self.rng = get_random_generator(rng)
         self.tune = True
@@ -235,12 +232,8 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
             "hmc_trajectories": hmc_trajectories,
         }
         for option, value in (*optional.items(), ("cell_hops", cell_hops)):
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, Integral):
-                raise TypeError(f"{option} must be a non-negative integer, got {value!r}")
-            if value < 0:
-                raise ValueError(f"{option} must be a non-negative integer, got {value}")
+            if value is not None:
+                integer_at_least(value, option)
         self.pcn = bool(pcn)
         self._rw_tuner = ScaleTuner(_TARGET_ACCEPT)
         self._pcn_tuner = ScaleTuner(_TARGET_ACCEPT, upper=1.0)
