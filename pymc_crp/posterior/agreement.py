@@ -46,6 +46,7 @@ References
 from __future__ import annotations
 
 import itertools
+import warnings
 from numbers import Integral
 
 import arviz as az
@@ -92,6 +93,13 @@ def chain_agreement(
         Symmetric, ones on the diagonal; ``A[np.triu_indices(chains, 1)].min()`` is the
         worst pair.
 
+    Warns
+    -----
+    UserWarning
+        When every chain's estimate is all singletons or puts all items but at most one in
+        one cluster: on such diffuse posteriors the ARI flips between 0 and 1 by chance (see
+        the module docstring), and :func:`similarity_rhat` is the check to read.
+
     Examples
     --------
     >>> ari = pmc.chain_agreement(idata, "cluster")  # doctest: +SKIP
@@ -112,7 +120,24 @@ def chain_agreement(
     ari = np.eye(len(estimates))
     for a, b in itertools.combinations(range(len(estimates)), 2):
         ari[a, b] = ari[b, a] = adjusted_rand_index(estimates[a], estimates[b])
+    if len(estimates) > 1 and all(_nearly_trivial(e) for e in estimates):
+        sizes = ", ".join(str(len(np.unique(e))) for e in estimates)
+        warnings.warn(
+            f"every chain's point estimate of {var_name} is (nearly) one cluster or all "
+            f"singletons (clusters per chain: {sizes}): the posterior is too diffuse for a "
+            f"point estimate, and their ARI says nothing about whether the chains agree; "
+            f"use pmc.similarity_rhat(idata, {var_name!r}) instead",
+            UserWarning,
+            stacklevel=2,
+        )
     return ari
+
+
+def _nearly_trivial(labels: np.ndarray) -> bool:
+    """Whether a partition of ``N`` items is all singletons, or has a block of at least
+    ``N - 1`` items (one cluster, or one cluster and one singleton)."""
+    counts = np.unique(labels, return_counts=True)[1]
+    return counts.max() == 1 or counts.max() >= labels.size - 1
 
 
 def similarity_rhat(

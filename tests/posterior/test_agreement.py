@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import arviz as az
 import numpy as np
 import pytest
@@ -43,6 +45,23 @@ def test_chain_agreement_matches_pair_counting_oracle():
 def test_chain_agreement_one_chain_and_binder():
     idata = noisy_chains(BASES[:1], seed=3)
     np.testing.assert_array_equal(pmc.chain_agreement(idata, "z", loss="binder"), [[1.0]])
+
+
+def test_chain_agreement_warns_when_every_estimate_is_trivial():
+    """Diffuse draws (each item one of 4 labels at random in each draw: similarity 1/4 for
+    every pair) give one-block VI estimates whose ARI is 1 by construction: a warning points to
+    similarity_rhat; estimates with structure do not warn."""
+    rng = np.random.default_rng(1)
+    diffuse = az.from_dict(posterior={"z": rng.integers(0, 4, size=(3, 100, N))})
+    with pytest.warns(UserWarning, match=r"clusters per chain: 1, 1, 1.*similarity_rhat"):
+        ari = pmc.chain_agreement(diffuse, "z")
+    np.testing.assert_array_equal(ari, np.ones((3, 3)))
+    singletons = np.tile(np.arange(N), (2, 20, 1))
+    with pytest.warns(UserWarning, match=f"clusters per chain: {N}, {N}"):
+        pmc.chain_agreement(az.from_dict(posterior={"z": singletons}), "z")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pmc.chain_agreement(noisy_chains(BASES[:2]), "z")
 
 
 def test_chain_agreement_bad_input():
