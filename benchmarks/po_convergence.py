@@ -120,6 +120,12 @@ class _Repeated(CompoundStep):
         return super().step(point)
 
 
+def label_block(model):
+    """The variables of the default label step: the labels and the concentration, which it
+    integrates out of its moves (when the concentration is random)."""
+    return [model["cluster"]] + [model["alpha"]] * ("alpha" in model.named_vars)
+
+
 def variant_steps(model, variant):
     """The step methods given to ``pm.sample`` for ``variant`` (``None``: all automatic);
     ``a+b`` joins the steps of ``a`` and ``b`` (they must update different variables)."""
@@ -148,30 +154,22 @@ def variant_steps(model, variant):
         with model:  # the labels of the movable lists summed out (twentieth session)
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"], model["alpha"]], marginal_utility_moves=int(variant[4:])
+                    label_block(model), marginal_utility_moves=int(variant[4:])
                 )
             ]
     elif variant.startswith("wms"):  # new, weight moves from N lists per cluster on average
         with model:  # (wms0: in every round, the default of the twenty-fourth session)
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"], model["alpha"]], weight_moves_mean_size=float(variant[3:])
+                    label_block(model), weight_moves_mean_size=float(variant[3:])
                 )
             ]
     elif variant.startswith("wm"):  # new, N weight moves of pairs of clusters per round
         with model:  # (wm0: the default before them, twenty-third session)
-            step = [
-                pmc.PartialOrderLabelGibbs(
-                    [model["cluster"], model["alpha"]], weight_moves=int(variant[2:])
-                )
-            ]
+            step = [pmc.PartialOrderLabelGibbs(label_block(model), weight_moves=int(variant[2:]))]
     elif variant.startswith("tm"):  # new, N tuning-phase merges per try (tm0: the default
         with model:  # before the twenty-first session)
-            step = [
-                pmc.PartialOrderLabelGibbs(
-                    [model["cluster"], model["alpha"]], tune_merges=int(variant[2:])
-                )
-            ]
+            step = [pmc.PartialOrderLabelGibbs(label_block(model), tune_merges=int(variant[2:]))]
     elif variant.startswith("gibbs"):  # new, with coordinate Gibbs utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], coordinate_items=int(variant[5:]))]
@@ -180,12 +178,12 @@ def variant_steps(model, variant):
             step = [pmc.UtilityMetropolis([model["U"]], cell_sweeps=int(variant[5:]))]
     elif variant.startswith("aux"):  # new, with another number of auxiliary slots
         with model:
-            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], n_aux=int(variant[3:]))]
+            step = [pmc.PartialOrderLabelGibbs(label_block(model), n_aux=int(variant[3:]))]
     elif variant.startswith("inf"):  # new, with N informed split-merge proposals per step
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]], informed_split_merge=int(variant[3:])
+                    label_block(model), informed_split_merge=int(variant[3:])
                 )
             ]
     elif variant.startswith("sw"):  # new, with N rounds of label moves per step (swNtM: M
@@ -193,7 +191,7 @@ def variant_steps(model, variant):
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]],
+                    label_block(model),
                     sweeps=int(sweeps),
                     tune_sweeps=int(tune_sweeps) if tune_sweeps else None,
                 )
@@ -202,14 +200,14 @@ def variant_steps(model, variant):
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]],
+                    label_block(model),
                     annealed_split_merge=float(variant[3:]),
                     tune_annealed_split_merge=float(variant[3:]),
                 )
             ]
     elif variant.startswith("ann"):  # new, annealing the label moves over N tuning steps
         with model:
-            step = [pmc.PartialOrderLabelGibbs([model["cluster"]], anneal=int(variant[3:]))]
+            step = [pmc.PartialOrderLabelGibbs(label_block(model), anneal=int(variant[3:]))]
     elif variant.startswith("mc"):  # new, with N list-free cycles per UtilityMeanGibbs step
         with model:
             step = [pmc.UtilityMeanGibbs([model["U0"]], cycles=int(variant[2:]))]
@@ -272,7 +270,7 @@ def variant_steps(model, variant):
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]], noise_moves=1, noise_path=int(variant[5:])
+                    label_block(model), noise_moves=1, noise_path=int(variant[5:])
                 )
             ]
     elif variant.startswith("ord"):  # new, with the joint path of p, labels and orders
@@ -281,7 +279,7 @@ def variant_steps(model, variant):
         with model:
             step = [
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]],
+                    label_block(model),
                     noise_moves=1,
                     noise_item_sweeps=int(sweeps),
                     noise_path=int(points or 10),
@@ -292,7 +290,7 @@ def variant_steps(model, variant):
         with model:
             step = [  # no annealing: the merge-split moves alone
                 pmc.PartialOrderLabelGibbs(
-                    [model["cluster"]], merge_split=int(variant[2:]), anneal=0
+                    label_block(model), merge_split=int(variant[2:]), anneal=0
                 )
             ]
     return step
