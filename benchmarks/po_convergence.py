@@ -186,6 +186,9 @@ def variant_steps(model, variant):
                     label_block(model), informed_split_merge=int(variant[3:])
                 )
             ]
+    elif variant.startswith("um"):  # new, with N utility steps between N + 1 groups of rounds
+        with model:
+            step = [pmc.PartialOrderLabelGibbs(label_block(model), utility_moves=int(variant[2:]))]
     elif variant.startswith("sw"):  # new, with N rounds of label moves per step (swNtM: M
         sweeps, _, tune_sweeps = variant[2:].partition("t")  # rounds per step while tuning)
         with model:
