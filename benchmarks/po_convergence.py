@@ -261,6 +261,12 @@ def variant_steps(model, variant):
                 [model["cluster"]], sweeps=8 // n, anneal=700 * n, utility_moves=0
             )  # the annealing counts calls: n per iteration
             step = [_Repeated([labels, pmc.UtilityMetropolis([model["U"]])], n)]
+    elif variant.startswith("hyp"):  # new, with N updates of rho and of tau per step
+        with model:
+            step = [
+                pmc.NonCentredHyperparameterMetropolis([model[name]], repeats=int(variant[3:]))
+                for name in ("rho", "tau")
+            ]
     elif variant.startswith("trep"):  # new, with N updates of tau per step
         with model:
             step = [
