@@ -23,7 +23,8 @@ def integer_at_least(
     if isinstance(value, bool) or not isinstance(value, Integral | np.integer):
         raise type_error(f"{name} must be {what}, got {value!r}")
     if int(value) < minimum:
-        raise ValueError(f"{name} must be {what} (>= {minimum}), got {value}")
+        bound = "" if minimum > 1 else f" (>= {minimum})"  # the others name it in ``what``
+        raise ValueError(f"{name} must be {what}{bound}, got {value}")
     return int(value)
 
 
