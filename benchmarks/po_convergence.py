@@ -17,8 +17,9 @@ the place of the default one for its variables).
 Printed per variant: for each label-invariant quantity (number of clusters, largest cluster,
 partition entropy, total log-likelihood of the lists, ``p``, ``tau``, ``rho``, ``alpha``) the
 rank-normalised R-hat, bulk ESS and bulk ESS per second of sampling; the new/old ratio of ESS
-per second; ms per iteration; the agreement (ARI) of the chains' point-estimate partitions and
-the split R-hat of the co-clustering indicators pooled over pairs (`psm_rhat`,
+per second; ms per iteration; the agreement (ARI) of the chains' point-estimate partitions
+(`ari_trivial` 1 when every estimate is one cluster or all singletons, where the ARI is 1 or 0
+by construction) and the split R-hat of the co-clustering indicators pooled over pairs (`psm_rhat`,
 `pmc.similarity_rhat`), which stays meaningful when the posterior is diffuse.
 A second table times one iteration of the new step set at ``max_clusters`` 10 and large.
 
@@ -366,7 +367,10 @@ def run(lists, n_items, args, variant, seed):
     rhat = az.rhat(post[names])
     ess = az.ess(post[names], method="bulk")
     n_iter = args.chains * (args.tune + args.draws)
-    agreement = pmc.chain_agreement(idata, "cluster")
+    with warnings.catch_warnings(record=True) as caught:  # (warnings are ignored above)
+        warnings.simplefilter("always")
+        agreement = pmc.chain_agreement(idata, "cluster")
+    trivial = any("point estimate" in str(w.message) for w in caught)
     aris = agreement[np.triu_indices(len(agreement), 1)]
     return {
         "rhat": {n: float(rhat[n]) for n in names},
@@ -374,6 +378,9 @@ def run(lists, n_items, args, variant, seed):
         "seconds": sampling,
         "ms_iter": 1e3 * sampling * min(args.cores, args.chains) / n_iter,
         "ari_min": float(aris.min()) if aris.size else float("nan"),
+        # 1: every chain's estimate one cluster (+ a singleton) or all singletons, so the ARI
+        # is 1 or 0 by construction (pmc.chain_agreement's warning); read psm_rhat instead
+        "ari_trivial": float(trivial),
         "psm_rhat": pmc.similarity_rhat(idata, "cluster"),
         "k_mean": float(post["n_clusters"].mean()),
         "informed": float(
@@ -635,7 +642,8 @@ def report(old, new):
             f"{old['ess'].get(name, np.nan):>8.0f} {new['ess'][name]:>7.0f} "
             f"{eps_old:>9.2f} {eps_new:>7.2f} {eps_new / eps_old:>6.2f}"
         )
-    for key in ("seconds", "ms_iter", "ari_min", "psm_rhat", "k_mean", "informed", "slots_full"):
+    keys = ("seconds", "ms_iter", "ari_min", "ari_trivial", "psm_rhat", "k_mean", "informed")
+    for key in (*keys, "slots_full"):
         print(f"{key:<16} old {old[key]:>9.3f}   new {new[key]:>9.3f}")
 
 
