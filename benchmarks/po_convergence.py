@@ -158,6 +158,13 @@ def variant_steps(model, variant):
                     label_block(model), marginal_utility_moves=int(variant[4:])
                 )
             ]
+    elif variant.startswith("coord"):  # new, N coordinate draws per step with the movable
+        with model:  # lists' labels summed out (twenty-seventh session)
+            step = [
+                pmc.PartialOrderLabelGibbs(
+                    label_block(model), marginal_coordinates=int(variant[5:])
+                )
+            ]
     elif variant.startswith("wms"):  # new, weight moves from N lists per cluster on average
         with model:  # (wms0: in every round, the default of the twenty-fourth session)
             step = [
@@ -504,7 +511,8 @@ def main():
         default=["new"],
         help="new (the default steps), alpha (the default before the concentration was "
         "integrated out of the label moves: Escobar-West on alpha), margN (N utility "
-        "proposals per anchored slot with the movable lists' labels summed out), wmN (N "
+        "proposals per anchored slot with the movable lists' labels summed out), coordN (N "
+        "coordinate draws per step with them summed out), wmN (N "
         "moves per round of the split of two clusters' lists through their weight), tmN (N "
         "pairs per try of the tuning-phase merges; tm0: none, the default before them), prev (the "
         "defaults before "

@@ -7,9 +7,13 @@ few partial orders generate (many clusters, each list fitting several) a list st
 cluster with probability 0.3--0.4 given the orders, so the utilities' conditional with the
 labels *summed out* is wider than with the labels held (on 1,000 heterogeneous rankings the
 proposals below with ``b = 0.3`` were accepted twice as often).
-:class:`MarginalUtilityMoves` gives :class:`~pymc_crp.PartialOrderLabelGibbs` such moves; off
-by default, since over two seeded runs they did not raise the ESS per second
-(``benchmarks/README.md``).
+:class:`MarginalUtilityMoves` gives :class:`~pymc_crp.PartialOrderLabelGibbs` such moves. On
+data from a few partial orders they matter for another reason: holding the labels, a cluster of
+hundreds of lists cannot gain or lose a relation that a few dozen of its lists break, since
+each of those lists pays for it, so chains stay for thousands of iterations with that cluster's
+order one way or the other (on 1,000 simulated rankings, two seeded runs of three); with the
+labels summed out those lists follow the order to the cluster that fits them, and the same
+runs agreed (``benchmarks/README.md``).
 
 **Auxiliary weights.** Under the Pitman--Yor CRP (truncated at ``L`` slots) the label prior
 depends on the cluster sizes through ``∏_k Γ(n_k - d)`` and otherwise on ``K`` only. Given the
@@ -51,6 +55,21 @@ is a joint update of ``(U, c)`` from their conditional given ``G`` and the held 
 the step's likelihood temperature times its annealing factor; ``b`` adapts towards an
 acceptance rate of 0.3 while PyMC tunes. A proposal costs one order's likelihood column over
 the lists of the anchored slots.
+
+**Coordinate draws.** After the proposals, ``marginal_coordinates`` exact Gibbs draws of one
+utility ``x = U_{jq}`` of an anchored slot ``k`` (``k``, ``j`` and ``q`` uniform) from its
+conditional under ``π(U | G, ·)``: as in :mod:`pymc_crp.core.utility_gibbs`, a mixture of
+truncated normals over the intervals ``I_r`` between the other items' values in column ``q``,
+
+.. math:: P(x \in I_r \mid ·) \propto [Φ(β_r) - Φ(α_r)]
+    \prod_{i \text{ anchor in } k} ℓ_{ik}^{(r)} \prod_{i \text{ movable}} S_i^{(r)},
+
+``ℓ^{(r)}`` and ``S^{(r)}`` at the order with ``x ∈ I_r`` (one likelihood column per distinct
+order). Holding the labels, a cluster of many lists cannot gain or lose a relation that some
+of its lists break, since those lists would pay for it one by one; with their labels summed
+out they follow the order to the cluster that fits them (on 1,000 simulated rankings two
+chains held one cluster with and two without a relation, the others' lists re-sorted
+accordingly, for thousands of iterations).
 """
 
 from __future__ import annotations
@@ -62,6 +81,12 @@ import numpy as np
 from scipy.special import logsumexp
 
 from pymc_crp.core.checks import integer_at_least
+from pymc_crp.core.lists import order_words
+from pymc_crp.core.utility_gibbs import (
+    equicorrelated_conditional,
+    interval_points,
+    sample_interval_mixture,
+)
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 
 __all__ = ["MarginalUtilityMoves"]
@@ -75,9 +100,12 @@ class MarginalUtilityMoves:
     Reads the step's ``rng``, ``tune``, ``n_slots``, ``_column``, ``_slot_prior`` and
     ``_prior_draws``."""
 
-    def _marginal_setup(self, moves, anchor_fraction, scale) -> None:
-        """Check and store the options (``scale``: the initial ``b``)."""
+    def _marginal_setup(self, moves, anchor_fraction, scale, coordinates=0) -> None:
+        """Check and store the options (``scale``: the initial ``b``; ``coordinates``: the
+        coordinate draws per step)."""
         integer_at_least(moves, "marginal_utility_moves", type_error=ValueError)
+        integer_at_least(coordinates, "marginal_coordinates", type_error=ValueError)
+        self.marginal_coordinates = int(coordinates)
         for name, value in (("anchor_fraction", anchor_fraction), ("marginal_scale", scale)):
             if isinstance(value, bool) or not isinstance(value, Real) or not 0 < value < 1:
                 raise ValueError(f"{name} must be a number in (0, 1), got {value!r}")
@@ -85,7 +113,8 @@ class MarginalUtilityMoves:
         self.anchor_fraction = float(anchor_fraction)
         self.marginal_scale = float(scale)
         self._marginal_tuner = ScaleTuner(TARGET_ACCEPTANCE, upper=0.999)
-        self.marginal_counts = np.zeros(3, dtype=np.int64)  # proposed, accepted, relabelled
+        # proposed, accepted, relabelled, coordinate draws that changed the order
+        self.marginal_counts = np.zeros(4, dtype=np.int64)
 
     def _marginal_moves(self, point, labels, utilities, noise, discount) -> None:
         """The move (labels and utilities in place); adds to ``marginal_counts``."""
@@ -102,7 +131,7 @@ class MarginalUtilityMoves:
         ll = np.stack([self._column(utilities[k], rows, noise) for k in anchored], axis=1)
         weighted = ll[movable] + log_g  # log G_j ℓ_ij of the movable lists
         prior = self._slot_prior(point)
-        draws, used = self._prior_draws(point), 0
+        draws, used = (self._prior_draws(point) if self.marginal_utility_moves else None), 0
         b = self.marginal_scale
         shrink = math.sqrt(1.0 - b * b)
         tried = accepted = 0
@@ -128,6 +157,17 @@ class MarginalUtilityMoves:
                     ll[:, j] = column
                     weighted[:, j] = column[movable] + log_g[j]
                     log_s = new_s
+        changed = 0
+        for _ in range(self.marginal_coordinates):
+            j = int(rng.integers(anchored.size))
+            own = ~movable & (labels[rows] == anchored[j])
+            others = logsumexp(np.delete(weighted, j, axis=1), axis=1)
+            column, order_changed = self._coordinate_draw(
+                utilities[anchored[j]], prior, rows, own, movable, others, log_g[j], noise
+            )
+            changed += order_changed
+            ll[:, j] = column
+            weighted[:, j] = column[movable] + log_g[j]
         # the movable lists' labels from their conditional given G and the utilities
         probs = np.exp(weighted - logsumexp(weighted, axis=1, keepdims=True))
         picks = np.minimum(
@@ -140,7 +180,41 @@ class MarginalUtilityMoves:
             tried,
             accepted,
             np.count_nonzero(new_labels != labels[moved_rows]),
+            changed,
         )
         labels[moved_rows] = new_labels
         if self.tune and tried:
             self.marginal_scale = self._marginal_tuner.record(b, accepted, tried)
+
+    def _coordinate_draw(self, slot_utilities, prior, rows, own, movable, others, log_g, noise):
+        """One coordinate draw of the module docstring in ``slot_utilities`` ``(M, K)`` (in
+        place), with ``own`` the slot's anchors among ``rows``, ``others`` ``log Σ_{j≠k} G_j
+        ℓ_ij`` of the movable lists and ``log_g`` ``log G_k``. Returns the slot's new
+        likelihood column over ``rows`` and whether the order changed."""
+        rng = self.rng
+        n_items, n_dims = slot_utilities.shape
+        item, dim = int(rng.integers(n_items)), int(rng.integers(n_dims))
+        mu, sd = equicorrelated_conditional(
+            slot_utilities[item], prior.mean[item], float(prior.rho[item]),
+            float(prior.scale[item]), dim,
+        )  # fmt: skip
+        low, high, inside = interval_points(np.delete(slot_utilities[:, dim], item))
+        present = slot_utilities[item, dim]
+        columns, log_lik, keys = {}, np.empty(inside.shape[0]), []
+        for r, value in enumerate(inside):
+            slot_utilities[item, dim] = value
+            words = order_words(slot_utilities[None], self._term.top_down)
+            key = words.tobytes()
+            if key not in columns:
+                column = self._beta * self._term.slot_logliks(words, rows, noise)
+                columns[key] = column
+                log_lik[r] = np.sum(column[own]) + np.sum(
+                    np.logaddexp(others, column[movable] + log_g)
+                )
+            else:
+                log_lik[r] = log_lik[keys.index(key)]
+            keys.append(key)
+        start = int(np.searchsorted(high, present))
+        value, r = sample_interval_mixture(log_lik, low, high, mu, sd, rng.random(), rng.random())
+        slot_utilities[item, dim] = value
+        return columns[keys[r]], keys[r] != keys[start]

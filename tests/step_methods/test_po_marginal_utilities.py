@@ -52,8 +52,13 @@ def canonical(labels, utilities):
 def one_move_states(discount, n_draws, seed, **kwargs):
     """Exact posterior states (indices into ``states``), each moved once by the marginal
     utility move: ``(states, probs, before, after, marginal_counts)``."""
-    kwargs = {"anchor_fraction": 0.25, "marginal_scale": 0.5, **kwargs}
-    model, step = label_step(discount, marginal_utility_moves=3, **kwargs)
+    kwargs = {
+        "anchor_fraction": 0.25,
+        "marginal_scale": 0.5,
+        "marginal_utility_moves": 3,
+        **kwargs,
+    }
+    model, step = label_step(discount, **kwargs)
     states, probs = exact_clustered_total_orders_joint(LISTS, N_ITEMS, NOISE, 1.0, discount)
     index = {(tuple(map(tuple, b)), o): s for s, (b, o) in enumerate(states)}
     rng = np.random.default_rng(seed)
@@ -111,8 +116,21 @@ def test_one_move_from_exact_draws_keeps_the_joint_posterior(discount):
     the lists' cluster sizes, co-clusterings and log-likelihoods (a powerful check: only the
     draws the move changes contribute to its variance)."""
     states, probs, before, after, counts = one_move_states(discount, 20_000, 31)
-    tried, accepted, relabelled = counts
+    tried, accepted, relabelled, _ = counts
     assert tried > 10_000 and 0.1 < accepted / tried < 0.95 and relabelled > 1000
+    assert chi_square_pvalue(np.bincount(after, minlength=len(states)), probs) > 1e-3
+    assert np.abs(change_z_scores(states, before, after)).max() < 4.0
+
+
+@pytest.mark.parametrize("discount", [0.0, 0.4])
+def test_coordinate_draws_from_exact_draws_keep_the_joint_posterior(discount):
+    """The coordinate draws alone (no proposals): one move from exact posterior draws leaves
+    the law of the partition and the orders exact (checks as above)."""
+    states, probs, before, after, counts = one_move_states(
+        discount, 20_000, 37, marginal_utility_moves=0, marginal_coordinates=2
+    )
+    tried, _, relabelled, changed = counts
+    assert tried == 0 and relabelled > 1000 and changed > 2000
     assert chi_square_pvalue(np.bincount(after, minlength=len(states)), probs) > 1e-3
     assert np.abs(change_z_scores(states, before, after)).max() < 4.0
 
@@ -143,6 +161,37 @@ def test_one_move_check_has_power(monkeypatch, mutant):
         namespace["MarginalUtilityMoves"]._marginal_moves,
     )
     states, _, before, after, _ = one_move_states(0.0, 20_000, 31)
+    assert np.abs(change_z_scores(states, before, after)).max() > 4.5
+
+
+@pytest.mark.slow  # 80 s; shows the power of the check of the coordinate draws once
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        # the movable lists' labels held in the interval weights, then redrawn
+        ("np.logaddexp(others, column[movable] + log_g)", "column[movable]"),
+        # the anchors left out of the interval weights
+        ("np.sum(column[own]) + np.sum(", "np.sum("),
+    ],
+)
+def test_coordinate_check_has_power(monkeypatch, mutant):
+    """Two wrong coordinate draws fail the check of mean changes with 60,000 draws (largest
+    ``|z|`` above 4.5)."""
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(po_marginal_utilities.MarginalUtilityMoves))
+    assert mutant[0] in source
+    namespace = {}
+    exec(source.replace(*mutant), vars(po_marginal_utilities), namespace)  # noqa: S102
+    monkeypatch.setattr(
+        po_marginal_utilities.MarginalUtilityMoves,
+        "_coordinate_draw",
+        namespace["MarginalUtilityMoves"]._coordinate_draw,
+    )
+    states, _, before, after, _ = one_move_states(
+        0.0, 60_000, 37, marginal_utility_moves=0, marginal_coordinates=2
+    )
     assert np.abs(change_z_scores(states, before, after)).max() > 4.5
 
 
