@@ -135,6 +135,23 @@ def test_coordinate_draws_from_exact_draws_keep_the_joint_posterior(discount):
     assert np.abs(change_z_scores(states, before, after)).max() < 4.0
 
 
+def patch_mutant(monkeypatch, mutant, method):
+    """Replace ``MarginalUtilityMoves.<method>`` by its source with ``mutant = (old, new)``
+    substituted."""
+    import inspect
+    import textwrap
+
+    source = textwrap.dedent(inspect.getsource(po_marginal_utilities.MarginalUtilityMoves))
+    assert mutant[0] in source
+    namespace = {}
+    exec(source.replace(*mutant), vars(po_marginal_utilities), namespace)  # noqa: S102
+    monkeypatch.setattr(
+        po_marginal_utilities.MarginalUtilityMoves,
+        method,
+        getattr(namespace["MarginalUtilityMoves"], method),
+    )
+
+
 @pytest.mark.slow  # 30 s; shows the power of the check above once
 @pytest.mark.parametrize(
     "mutant",
@@ -148,18 +165,7 @@ def test_one_move_check_has_power(monkeypatch, mutant):
     labels while they are redrawn afterwards, both fail the check of mean changes (largest
     ``|z|`` 4.9 and 5.7 with these seeds, against 1.6 for the move itself; Pearson's test
     over the states, dominated by the draws the move leaves alone, misses both)."""
-    import inspect
-    import textwrap
-
-    source = textwrap.dedent(inspect.getsource(po_marginal_utilities.MarginalUtilityMoves))
-    assert mutant[0] in source
-    namespace = {}
-    exec(source.replace(*mutant), vars(po_marginal_utilities), namespace)  # noqa: S102
-    monkeypatch.setattr(
-        po_marginal_utilities.MarginalUtilityMoves,
-        "_marginal_moves",
-        namespace["MarginalUtilityMoves"]._marginal_moves,
-    )
+    patch_mutant(monkeypatch, mutant, "_marginal_moves")
     states, _, before, after, _ = one_move_states(0.0, 20_000, 31)
     assert np.abs(change_z_scores(states, before, after)).max() > 4.5
 
@@ -177,18 +183,7 @@ def test_one_move_check_has_power(monkeypatch, mutant):
 def test_coordinate_check_has_power(monkeypatch, mutant):
     """Two wrong coordinate draws fail the check of mean changes with 60,000 draws (largest
     ``|z|`` above 4.5)."""
-    import inspect
-    import textwrap
-
-    source = textwrap.dedent(inspect.getsource(po_marginal_utilities.MarginalUtilityMoves))
-    assert mutant[0] in source
-    namespace = {}
-    exec(source.replace(*mutant), vars(po_marginal_utilities), namespace)  # noqa: S102
-    monkeypatch.setattr(
-        po_marginal_utilities.MarginalUtilityMoves,
-        "_coordinate_draw",
-        namespace["MarginalUtilityMoves"]._coordinate_draw,
-    )
+    patch_mutant(monkeypatch, mutant, "_coordinate_draw")
     states, _, before, after, _ = one_move_states(
         0.0, 60_000, 37, marginal_utility_moves=0, marginal_coordinates=2
     )
