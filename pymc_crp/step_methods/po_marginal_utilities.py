@@ -67,9 +67,8 @@ truncated normals over the intervals ``I_r`` between the other items' values in 
 ``ℓ^{(r)}`` and ``S^{(r)}`` at the order with ``x ∈ I_r`` (one likelihood column per distinct
 order). Holding the labels, a cluster of many lists cannot gain or lose a relation that some
 of its lists break, since those lists would pay for it one by one; with their labels summed
-out they follow the order to the cluster that fits them (on 1,000 simulated rankings two
-chains held one cluster with and two without a relation, the others' lists re-sorted
-accordingly, for thousands of iterations).
+out they follow the order to the cluster that fits them (on 1,000 simulated rankings chains
+held one cluster's order with or without one relation for thousands of iterations).
 """
 
 from __future__ import annotations
