@@ -328,8 +328,11 @@ class PartialOrderLabelGibbs(
 
     Stats: ``n_clusters`` (occupied slots after the sweep), ``weight_moved`` (lists that changed
     cluster in the weight moves), ``merges`` and ``splits``
-    (accepted merge--split proposals), ``tune_merges`` (tuning-phase merges made) and
-    ``slots_full`` (a new cluster had prior mass at
+    (accepted merge--split proposals), ``tune_merges`` (tuning-phase merges made),
+    ``marginal_accepted`` (the fraction of this step's proposals with the labels summed out
+    that were accepted; NaN when none was made), ``marginal_relabelled`` (lists whose label
+    those moves changed), ``coordinate_order_changes`` (coordinate draws that changed a
+    slot's order) and ``slots_full`` (a new cluster had prior mass at
     some visit, or a split was proposed, but every slot was occupied: the truncation at
     ``max_clusters`` bites; a warning says to increase it).
     """
@@ -349,6 +352,9 @@ class PartialOrderLabelGibbs(
         "annealed_splits": (np.int64, []),
         "slots_full": (bool, []),
         "noise_path_accepted": (np.float64, []),
+        "marginal_accepted": (np.float64, []),
+        "marginal_relabelled": (np.int64, []),
+        "coordinate_order_changes": (np.int64, []),
         "warning": (SamplerWarning, None),
     }
     likelihood_temperature: float = 1.0
@@ -534,8 +540,9 @@ class PartialOrderLabelGibbs(
                 point, labels, utilities, noise, new_weights, discount, n_rounds, tally,
                 group == 0,
             )  # fmt: skip
+        marginal = np.zeros(4, dtype=np.int64)
         if self.marginal_utility_moves or self.marginal_coordinates:
-            self._marginal_moves(point, labels, utilities, noise, discount)
+            marginal = self._marginal_moves(point, labels, utilities, noise, discount)
         merges, splits, refused, informed_merges, informed_splits, n_full = (
             int(v) for v in tally[:6]
         )
@@ -559,6 +566,9 @@ class PartialOrderLabelGibbs(
             "weight_moved": int(tally[9]),
             "slots_full": n_full > 0,
             "noise_path_accepted": noise_accept,
+            "marginal_accepted": marginal[1] / marginal[0] if marginal[0] else np.nan,
+            "marginal_relabelled": int(marginal[2]),
+            "coordinate_order_changes": int(marginal[3]),
             "warning": None,
         }
         if self._short_anneal is not None:

@@ -115,8 +115,10 @@ class MarginalUtilityMoves:
         # proposed, accepted, relabelled, coordinate draws that changed the order
         self.marginal_counts = np.zeros(4, dtype=np.int64)
 
-    def _marginal_moves(self, point, labels, utilities, noise, discount) -> None:
-        """The move (labels and utilities in place); adds to ``marginal_counts``."""
+    def _marginal_moves(self, point, labels, utilities, noise, discount) -> np.ndarray:
+        """The move (labels and utilities in place); returns this step's counts (proposed,
+        accepted, relabelled, coordinate draws that changed the order) and adds them to
+        ``marginal_counts``."""
         rng, n_slots = self.rng, self.n_slots
         anchors = rng.random(labels.shape[0]) < self.anchor_fraction
         is_anchored = np.bincount(labels[anchors], minlength=n_slots) > 0
@@ -124,7 +126,7 @@ class MarginalUtilityMoves:
         rows = np.flatnonzero(is_anchored[labels])  # the lists of the anchored slots
         movable = ~anchors[rows]
         if anchored.size < 2 or not movable.any():
-            return
+            return np.zeros(4, dtype=np.int64)
         counts = np.bincount(labels, minlength=n_slots)[anchored]
         log_g = np.log(rng.gamma(counts - discount))
         ll = np.stack([self._column(utilities[k], rows, noise) for k in anchored], axis=1)
@@ -175,15 +177,15 @@ class MarginalUtilityMoves:
         )
         new_labels = anchored[picks]
         moved_rows = rows[movable]
-        self.marginal_counts += (
-            tried,
-            accepted,
-            np.count_nonzero(new_labels != labels[moved_rows]),
-            changed,
+        step_counts = np.array(
+            [tried, accepted, np.count_nonzero(new_labels != labels[moved_rows]), changed],
+            dtype=np.int64,
         )
+        self.marginal_counts += step_counts
         labels[moved_rows] = new_labels
         if self.tune and tried:
             self.marginal_scale = self._marginal_tuner.record(b, accepted, tried)
+        return step_counts
 
     def _coordinate_draw(self, slot_utilities, prior, rows, own, movable, others, log_g, noise):
         """One coordinate draw of the module docstring in ``slot_utilities`` ``(M, K)`` (in

@@ -253,3 +253,29 @@ def test_same_seed_same_draws_and_chains_differ():
     again = sample_tiny(n_slots=N_SLOTS, n_aux=1, discount=0.0, seed=3, **kwargs)
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first[0], first[1])
+
+
+def test_sampler_stats_report_each_steps_moves():
+    """The stats ``marginal_accepted``, ``marginal_relabelled`` and
+    ``coordinate_order_changes`` are this step's share of the counts the move keeps; NaN when
+    no proposal was made."""
+    model, step = label_step(0.0, marginal_utility_moves=3, marginal_coordinates=2)
+    point = model.initial_point(random_seed=0)
+    totals = np.zeros(4, dtype=np.int64)
+    for _ in range(40):
+        before = step.marginal_counts.copy()
+        point, (stats,) = step.step(point)
+        tried, accepted, relabelled, changed = step.marginal_counts - before
+        totals += (tried, accepted, relabelled, changed)
+        if tried:
+            assert stats["marginal_accepted"] == accepted / tried
+        else:
+            assert math.isnan(stats["marginal_accepted"])
+        assert (stats["marginal_relabelled"], stats["coordinate_order_changes"]) == (
+            relabelled,
+            changed,
+        )
+    assert totals[0] > 0 and totals[1] > 0 and totals[2] > 0 and totals[3] > 0
+    _, without = label_step(0.0, marginal_utility_moves=0)
+    _, (stats,) = without.step(model.initial_point(random_seed=0))
+    assert math.isnan(stats["marginal_accepted"]) and stats["marginal_relabelled"] == 0
