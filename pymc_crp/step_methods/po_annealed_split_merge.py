@@ -119,7 +119,22 @@ from pymc_crp.core.utility_gibbs import (
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.po_split_merge import interval_list_logliks
 
-__all__ = ["AnnealedSplitMerge", "annealing_levels"]
+__all__ = ["AnnealedSplitMerge", "anneal_factor", "annealing_levels"]
+
+
+def anneal_factor(iteration: int, anneal: int) -> float:
+    r"""The annealing factor of the label moves at tuning iteration ``t`` (0-based):
+
+    .. math:: β_t = 1 - (1 - x)^2, \qquad x = \min\big(1, (t + 1)/\text{anneal}\big).
+
+    It rises fast from near 0 and slowly as it approaches 1 (slope 0 at ``x = 1``): the
+    clusters form while ``β`` is small, and the last splits, which decide the partition a
+    chain settles in, happen slowly. ``anneal = 0`` gives 1.
+    """
+    if anneal <= 0:
+        return 1.0
+    x = min(1.0, (iteration + 1) / anneal)
+    return 1.0 - (1.0 - x) ** 2
 
 
 def annealing_levels(n_levels: int) -> np.ndarray:

@@ -94,6 +94,7 @@ from pymc_crp.step_methods.po_annealed_split_merge import (
     ANNEALED_FROM,
     TUNE_MERGES_EVERY,
     AnnealedSplitMerge,
+    anneal_factor,
 )
 from pymc_crp.step_methods.po_label_rounds import POOL_DRAWS, LabelRounds
 from pymc_crp.step_methods.po_marginal_utilities import MarginalUtilityMoves
@@ -111,21 +112,6 @@ WEIGHT_MOVES_MEAN_SIZE = 0.0
 # The default proposals per anchored slot of the utility moves with the labels summed out
 # (with an equicorrelated normal slot prior; none otherwise).
 MARGINAL_UTILITY_MOVES = 3
-
-
-def anneal_factor(iteration: int, anneal: int) -> float:
-    r"""The annealing factor of the label moves at tuning iteration ``t`` (0-based):
-
-    .. math:: β_t = 1 - (1 - x)^2, \qquad x = \min\big(1, (t + 1)/\text{anneal}\big).
-
-    It rises fast from near 0 and slowly as it approaches 1 (slope 0 at ``x = 1``): the
-    clusters form while ``β`` is small, and the last splits, which decide the partition a
-    chain settles in, happen slowly. ``anneal = 0`` gives 1.
-    """
-    if anneal <= 0:
-        return 1.0
-    x = min(1.0, (iteration + 1) / anneal)
-    return 1.0 - (1.0 - x) ** 2
 
 
 @dataclass_state
@@ -211,10 +197,11 @@ class PartialOrderLabelGibbs(
     anneal : int, default 700
         While tuning, the label moves see the lists' log-likelihoods times
         ``β = 1 - (1 - x)^2``, ``x = min(1, (t + 1)/anneal)``, at tuning iteration ``t``
-        (:func:`anneal_factor`; simulated annealing of the start: clusters form gradually
-        from the prior's few large ones instead of one new cluster per poorly fitted list; 0
-        turns it off). ``β`` is 1 from iteration ``anneal`` on and whenever the step is not
-        tuning, so the draws kept are exact whatever ``tune`` is. Leave a few hundred tuning
+        (:func:`~pymc_crp.step_methods.po_annealed_split_merge.anneal_factor`; simulated
+        annealing of the start: clusters form gradually from the prior's few large ones
+        instead of one new cluster per poorly fitted list; 0 turns it off). ``β`` is 1 from
+        iteration ``anneal`` on and whenever the step is not tuning, so the draws kept are
+        exact whatever ``tune`` is. Leave a few hundred tuning
         iterations at ``β = 1`` (PyMC's default ``tune=1000`` leaves 300); a warning says
         when tuning ends before ``β`` reaches 1. Measured on 1,000 lists
         (``benchmarks/po_convergence.py``): annealing over 700 rather than 300 tuning

@@ -418,7 +418,7 @@ def test_informed_split_merge_two_dimensions_matches_enumeration():
 
 def test_anneal_factor_schedule():
     """beta_t = 1 - (1 - x)^2, x = min(1, (t + 1) / anneal): fast from 0, slow near 1."""
-    from pymc_crp.step_methods.po_labels import anneal_factor
+    from pymc_crp.step_methods.po_annealed_split_merge import anneal_factor
 
     assert anneal_factor(0, 0) == 1.0
     assert anneal_factor(0, 4) == 1.0 - 0.75**2
