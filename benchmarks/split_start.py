@@ -41,7 +41,8 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
-from po_convergence import SHARES, in_default_order, simulate  # noqa: E402
+from po_convergence import SHARES, simulate  # noqa: E402
+from po_variants import in_default_order  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities  # noqa: E402
