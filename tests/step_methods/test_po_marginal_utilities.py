@@ -276,6 +276,6 @@ def test_sampler_stats_report_each_steps_moves():
             changed,
         )
     assert totals[0] > 0 and totals[1] > 0 and totals[2] > 0 and totals[3] > 0
-    _, without = label_step(0.0, marginal_utility_moves=0)
-    _, (stats,) = without.step(model.initial_point(random_seed=0))
+    plain_model, without = label_step(0.0, marginal_utility_moves=0)
+    _, (stats,) = without.step(plain_model.initial_point(random_seed=0))
     assert math.isnan(stats["marginal_accepted"]) and stats["marginal_relabelled"] == 0
