@@ -12,8 +12,8 @@ p = 0.41, tau 0.41, p 0.29, alpha 0.41, K 0.066 (docs/sbc.md). With the defaults
 2026-11-26 before the slice sampler's random split of the stepping-out limit the full run gave
 rho p = 0.0071 and failed; with that fix (``benchmarks/sbc.py``, the same data sets and seeds)
 it gives rho 0.371, tau 0.710, p 0.648, alpha 0.563, K 0.255 and passes (docs/sbc.md). With
-the summed-out utility moves by default, the first 113 simulations (``benchmarks/sbc.py``,
-stopped at its time budget) give rho 0.076, tau 0.683, p 0.719, alpha 0.484, K 0.218. On one
+the summed-out utility moves by default (``benchmarks/sbc.py --workers 2``, all 200) it gives
+rho 0.030, tau 0.924, p 0.905, alpha 0.367, K 0.337 and passes (docs/sbc.md). On one
 pytest worker the full run takes 2.5-3.5 hours; ``benchmarks/sbc.py --workers 2`` halves that.
 """
 
