@@ -61,7 +61,7 @@ def test_likelihood_weights_kernel_matches_the_numpy_formula():
 
 
 # --------------------------------------------------------------------------------------------
-# 7. The numba sweep alone against the exact label-vector target
+# The numba sweep alone against the exact label-vector target
 # --------------------------------------------------------------------------------------------
 SWEEP_CASES = [
     # (prior code, param a, param b, N, L)

@@ -31,7 +31,7 @@ def build_dp_model(y: np.ndarray) -> pm.Model:
 
 
 # --------------------------------------------------------------------------------------------
-# 4. Reproducibility, parallel chains, pickling
+# 1. Reproducibility, parallel chains, pickling
 # --------------------------------------------------------------------------------------------
 SMALL = {"draws": 60, "tune": 40, "chains": 2}
 
@@ -122,7 +122,7 @@ def test_step_pickle_round_trip(small_model, dumps, loads):
 
 
 # --------------------------------------------------------------------------------------------
-# 5. Structure checks
+# 2. Structure checks
 # --------------------------------------------------------------------------------------------
 def _structure_model(kind):
     with pm.Model() as model:
@@ -177,7 +177,7 @@ def test_step_without_vars_uses_all_label_variables():
 
 
 # --------------------------------------------------------------------------------------------
-# 6. NaN in the likelihood matrix
+# 3. NaN in the likelihood matrix
 # --------------------------------------------------------------------------------------------
 def test_nan_loglik_raises_floating_point_error():
     """New data with a missing value (``pm.set_data`` accepts NaN) give NaN log-likelihoods.
