@@ -9,36 +9,38 @@ latent dimensions, CRP prior), samples 4 chains, and prints R-hat and ESS of the
 quantities, the point-estimate partition (the size of each cluster, its most common ballots and
 first preferences) and how sure the posterior is of it (co-clustering probabilities).
 
-Measured (seed 2015, 4 chains x (1,000 tune + 1,000 draws), PyMC's defaults, which on 2 CPUs
-run the chains in one process; the package's defaults of 2026-11-26 (twelfth session): eight
-rounds of label moves per step in two groups, five updates of p, ten list-free cycles of the U0
-step): 408 s of sampling. The chains have NOT converged:
+Measured (seed 2015; the package's defaults of 2026-11-29; the first 1,000 draws of a run of 4
+chains x (1,000 tune + 4,000 draws) with ``cores=2``, which are the draws this script gives, as
+``cores`` does not change them): the chains have NOT converged after PyMC's default length:
 
     quantity                 mean    sd     R-hat  bulk ESS
-    cluster_n_clusters       35.9    8.4    1.047   94
-    cluster_largest_cluster  178.9   29.2   1.049   62
-    cluster_entropy          2.77    0.19   1.110   29
-    p                        0.042   0.021  1.033   65
-    tau                      0.37    0.18   1.027  191
-    rho                      0.65    0.14   1.038  117
-    alpha                    6.0     2.0    1.035  129
+    cluster_n_clusters       36.1    7.6    1.050   60
+    cluster_largest_cluster  176.1   30.7   1.143   19
+    cluster_entropy          2.79    0.18   1.123   22
+    p                        0.042   0.020  1.125   26
+    tau                      0.38    0.18   1.006  248
+    rho                      0.64    0.15   1.095   35
+    alpha                    6.0     1.8    1.029  117
 
-(with the defaults before the two groups of rounds, the five updates of p and the ten cycles,
-294 s: R-hat 1.015-1.103, bulk ESS 27-176; in an earlier version R-hat 1.04-1.76 and bulk ESS
-6-52. Chain means of the number of clusters 36.0, 34.2, 34.5, 38.7; none of the draws took all
-96 slots.) These ballots sit on the ridge of the number of clusters and the noise p described
-in the README: more moves per step did not make them converge. The VI point estimate has 72
-clusters: 10 of at least 5 ballots and 60 singletons. The large ones are voter blocs: 429
-ballots headed by APLIN (Liberal, 412 first preferences; APL>WAD 73 times, APL>WAD>MAR>JAC>KIN
-40: WADE and MARRA next, JACKSON and KING last), 163 headed by JACKSON (Labor, 150;
-JAC>KIN>MAR>WAD>APL 148 times: Greens second, Liberal last), 116 more headed by JACKSON (98) or
-KING (18) with the other of the two mostly second, 110 whose common ballots put JACKSON, APLIN
-and KING in some order above MARRA and WADE (JACKSON 51, APLIN 38, KING 21 first), then 33, 26
-and 26 JACKSON-first ballots and small clusters headed by WADE or KING. The clustering is
-uncertain: a ballot shares a cluster with its point-estimate mates with median probability 0.27,
-30% of pairs of ballots have a co-clustering probability between 0.1 and 0.9, and two identical
-ballots share a cluster with mean probability 0.58. Read the four large blocs, not the small
-clusters.
+Chain means of the number of clusters 35.6, 38.5, 33.9, 36.3; none of the draws took all 128 slots.
+Longer chains (the same run, 586 s for all 4 x 5,000 iterations on 2 cores), largest R-hat and
+smallest bulk ESS over these seven quantities and the lists' log-likelihood: 1.143 / 19 after 1,000
+draws per chain, 1.072 / 42 after 2,000, 1.040 / 131 after 3,000, 1.030 / 179 after 4,000 (the
+largest cluster is the slowest quantity throughout): extrapolating, these ballots need about 10,000
+draws per chain (``pm.sample(draws=10000, chains=4, cores=2)``, about 22 minutes on 2 cores) for
+R-hat near 1.01. They sit on the ridge of the number of clusters and the noise p described in the
+README. The VI point estimate has 75 clusters: 12 of at least 5 ballots and 58 singletons. The
+large ones are voter blocs: 511 ballots mostly headed by APLIN (Liberal, 450 first preferences;
+APL>WAD 73 times, APL>WAD>MAR>JAC>KIN 40), 166 headed by JACKSON (Labor, 153; JAC>KIN>MAR>WAD>APL
+148 times: Greens second, Liberal last), 72 and 67 more headed by JACKSON or KING with APLIN third
+(JAC>APL>KIN>MAR>WAD 26, JAC>KIN>APL>MAR>WAD 25) or the two minor candidates third
+(JAC>KIN>WAD>MAR>APL 25, JAC>KIN>MAR>APL>WAD 24), then 36 and 26 JACKSON-first ballots, 17
+WADE-first and small clusters headed by JACKSON or KING. The clustering is uncertain: a ballot
+shares a cluster with its point-estimate mates with median probability 0.24, 30% of pairs of
+ballots have a co-clustering probability between 0.1 and 0.9, and two identical ballots share a
+cluster with mean probability 0.57 (in a draw, the 148 JAC>KIN>MAR>WAD>APL ballots have 86% of them
+in one cluster on average, the 40 APL>WAD>MAR>JAC>KIN 57%, the others in clusters of median size
+42). Read the large blocs, not the small clusters.
 
 Data: © State of New South Wales through the NSW Electoral Commission, licensed under CC BY 4.0
 (https://creativecommons.org/licenses/by/4.0/), via PrefLib data set 00058 "nswla". Changed:
