@@ -110,14 +110,9 @@ from pymc_crp.core.annealed_sides import (
     mixture_log_density,
     pair_side_logs,
 )
-from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.slot_merge_split import log_split_eppf_ratio
-from pymc_crp.core.utility_gibbs import (
-    equicorrelated_conditional,
-    sample_interval_mixture,
-)
 from pymc_crp.step_methods.metropolis import accept
-from pymc_crp.step_methods.po_split_merge import interval_list_logliks
+from pymc_crp.step_methods.po_coordinate_scan import coordinate_scan
 
 __all__ = ["AnnealedSplitMerge", "anneal_factor", "annealing_levels"]
 
@@ -141,13 +136,6 @@ def annealing_levels(n_levels: int) -> np.ndarray:
     r"""``β_k = (1 - \cos(π k/T))/2`` for ``k = 0, …, T``: dense near both ends, where the
     sides and the free slot's utilities change fastest."""
     return 0.5 * (1.0 - np.cos(np.pi * np.arange(n_levels + 1) / n_levels))
-
-
-def _weighted(weights: np.ndarray, loglik: np.ndarray) -> np.ndarray:
-    """``loglik @ weights`` over the lists (axis 1) with a zero weight ignoring its list even
-    where its log-likelihood is ``-inf``."""
-    keep = weights > 0.0
-    return loglik[:, keep] @ weights[keep]
 
 
 # The sides' distribution at β = 1: with this weight, the mixture over the item pairs that the
@@ -484,32 +472,12 @@ class AnnealedSplitMerge:
 
     def _coordinate_scan(self, psi, members, weights, moves, prior, reverse) -> np.ndarray:
         """Exact Gibbs draws of every coordinate of ``psi`` ``(M, K)`` in place given the
-        members' lists with log-likelihood weights ``weights``, item by item and dimension by
-        dimension (reversed with ``reverse``); returns the members' tempered log-likelihoods
-        under the new ``psi``."""
-        term = self._term
-        cache = list_likelihood_cache()
-        n_items, n_dims = psi.shape
-        active = weights > 0.0
-        rows, row_weights = members[active], weights[active]
-        coordinates = [(i, k) for i in range(n_items) for k in range(n_dims)]
-        uniforms = self.rng.random((len(coordinates), 2))
-        for c in reversed(range(len(coordinates))) if reverse else range(len(coordinates)):
-            item, k = coordinates[c]
-            mu, sd = equicorrelated_conditional(
-                psi[item], prior.mean[item], float(prior.rho[item]),
-                float(prior.scale[item]), k,
-            )  # fmt: skip
-            with_item = term.contains[rows, item] if item < term.contains.shape[1] else None
-            if with_item is None or not with_item.any():  # the lists ignore this utility
-                low, high = np.array([-np.inf]), np.array([np.inf])
-                log_lik = np.zeros(1)
-            else:
-                low, high, log_lik = interval_list_logliks(
-                    term, cache, psi, item, k, rows[with_item], moves.noise
-                )
-                log_lik = _weighted(row_weights[with_item] * self._beta, log_lik)
-            psi[item, k], _ = sample_interval_mixture(
-                log_lik, low, high, mu, sd, uniforms[c, 0], uniforms[c, 1]
-            )
+        members' lists with log-likelihood weights ``weights`` (times the step's ``β``), item
+        by item and dimension by dimension (reversed with ``reverse``;
+        :func:`~pymc_crp.step_methods.po_coordinate_scan.coordinate_scan`); returns the
+        members' tempered log-likelihoods under the new ``psi``."""
+        coordinate_scan(
+            self._term, psi, members, weights * self._beta, prior, moves.noise, self.rng,
+            reverse=reverse,
+        )  # fmt: skip
         return self._column(psi, members, moves.noise)

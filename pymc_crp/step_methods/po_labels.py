@@ -159,9 +159,9 @@ class PartialOrderLabelGibbs(
         by a restricted Gibbs scan (:mod:`pymc_crp.step_methods.po_split_merge`), made after
         the blind ones; needs an equicorrelated normal slot prior (as in
         :func:`~pymc_crp.models.clustered_partial_orders`). Off by default: on 1,000
-        simulated rankings one proposal per step cost 2.3x the time per iteration and was
-        accepted once in 8,000 steps once the chains had left the annealed start
-        (``benchmarks/po_convergence.py``, variant ``inf1``).
+        simulated rankings one proposal per step cost 2.3x the time per iteration (before its
+        scans were compiled) and was accepted once in 8,000 steps once the chains had left
+        the annealed start (``benchmarks/po_convergence.py``, variant ``inf1``).
     annealed_split_merge : float, optional
         Split--merge proposals per step along annealed paths between the split and the
         merged state (:mod:`pymc_crp.step_methods.po_annealed_split_merge`; a fraction is the
@@ -173,7 +173,8 @@ class PartialOrderLabelGibbs(
         order in opposite ways (a group split by an incomparable pair of items), which no
         other move does: on 1,000 simulated rankings with a planted group of 351 lists split
         in two (``benchmarks/split_start.py``) both chains merged it within 20 and 118
-        iterations with 0.05, none in 300 without, at 1.18 times the time.
+        iterations with 0.05, none in 300 without, at 1.18 times the time (before the paths'
+        scans were compiled: 3x cheaper on heterogeneous rankings, 15x on the demo's lists).
     tune_annealed_split_merge : float, optional
         The same while tuning, from the iteration where the annealed start's factor reaches
         0.75 (the clusters have formed; before that the proposals would cost most and decide

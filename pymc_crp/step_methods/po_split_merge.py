@@ -66,23 +66,16 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc_crp.core.checks import integer_at_least
-from pymc_crp.core.lists import list_likelihood_cache, order_words
-from pymc_crp.core.utility_gibbs import (
-    equicorrelated_conditional,
-    interval_mixture_log_density,
-    interval_points,
-    sample_interval_mixture,
-)
 from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalParams,
     EquicorrelatedNormalRV,
     equicorrelated_logpdf,
 )
-from pymc_crp.step_methods.list_terms import _rows_with_item, tempered
 from pymc_crp.step_methods.metropolis import accept
 from pymc_crp.step_methods.model_graph import compile_point_function
+from pymc_crp.step_methods.po_coordinate_scan import coordinate_scan
 
-__all__ = ["InformedSplitMerge", "interval_list_logliks", "list_position_scores"]
+__all__ = ["InformedSplitMerge", "list_position_scores"]
 
 
 def list_position_scores(lists: np.ndarray, n_items: int) -> np.ndarray:
@@ -94,27 +87,6 @@ def list_position_scores(lists: np.ndarray, n_items: int) -> np.ndarray:
     for i, (row, m) in enumerate(zip(lists, lengths, strict=True)):
         scores[i, row[:m]] = 1.0 - 2.0 * np.arange(m) / max(m - 1, 1)
     return scores
-
-
-def interval_list_logliks(term, cache, psi, item: int, k: int, rows, noise):
-    """``(low, high, L)``: the intervals of ``psi[item, k]`` between the other items' values
-    in column ``k`` and the log-likelihoods ``L`` ``(intervals, rows)`` of the lists ``rows``
-    of ``term`` under the order with ``psi[item, k]`` inside each interval (each distinct
-    order evaluated once, through its cache entry)."""
-    low, high, inside = interval_points(np.delete(psi[:, k], item))
-    candidates = np.repeat(psi[None], inside.shape[0], axis=0)
-    candidates[:, item, k] = inside
-    words = order_words(candidates, term.top_down)
-    log_lik = np.empty((inside.shape[0], rows.size))
-    seen = {}
-    for c in range(inside.shape[0]):
-        key = words[c].tobytes()
-        if key in seen:
-            log_lik[c] = log_lik[seen[key]]
-            continue
-        seen[key] = c
-        log_lik[c] = cache.order_log_likelihoods(term.list_set, words[c], rows, noise)
-    return low, high, log_lik
 
 
 class _SlotPriorParams:
@@ -221,35 +193,12 @@ class InformedSplitMerge:
     def _utility_scan(self, moves, psi, rows, prior, target=None) -> float:
         """One scan of exact coordinate Gibbs draws of ``psi`` ``(M, K)`` in place, item by
         item and dimension by dimension, given lists ``rows``; returns the log-density of the
-        scan's result (with ``target``: of reaching ``target``, which ``psi`` becomes)."""
-        term = self._term
-        cache = list_likelihood_cache()
-        log_q = 0.0
-        n_items, n_dims = psi.shape
-        for item in range(n_items):
-            item_rows = _rows_with_item(term, rows, item)
-            for k in range(n_dims):
-                mu, sd = equicorrelated_conditional(
-                    psi[item], prior.mean[item], float(prior.rho[item]),
-                    float(prior.scale[item]), k,
-                )  # fmt: skip
-                if item_rows.size == 0:  # the likelihood ignores this utility
-                    low, high = np.array([-np.inf]), np.array([np.inf])
-                    log_lik = np.zeros(1)
-                else:
-                    low, high, log_lik = interval_list_logliks(
-                        term, cache, psi, item, k, item_rows, moves.noise
-                    )
-                    log_lik = tempered(self._beta, log_lik).sum(axis=1)
-                if target is None:
-                    x, _ = sample_interval_mixture(
-                        log_lik, low, high, mu, sd, self.rng.random(), self.rng.random()
-                    )
-                else:
-                    x = float(target[item, k])
-                log_q += interval_mixture_log_density(log_lik, low, high, mu, sd, x)
-                psi[item, k] = x
-        return log_q
+        scan's result (with ``target``: of reaching ``target``, which ``psi`` becomes;
+        :func:`~pymc_crp.step_methods.po_coordinate_scan.coordinate_scan`)."""
+        weights = np.full(len(rows), float(self._beta))
+        return coordinate_scan(
+            self._term, psi, rows, weights, prior, moves.noise, self.rng, target=target
+        )
 
     def _final_scan(self, moves, members, s, launch, prior, target=None):
         """The final restricted scan from ``launch``: ``(sides, ψ', log q)`` (with

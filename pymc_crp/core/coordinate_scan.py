@@ -1,0 +1,201 @@
+r"""One compiled scan of exact coordinate Gibbs draws of a slot's utilities given weighted lists.
+
+A scan visits coordinates ``(j, k)`` of a utility matrix ``ψ`` ``(M, K)`` in a given order
+and draws each from its full conditional (:mod:`pymc_crp.core.utility_gibbs`)
+
+.. math::
+
+    p(ψ_{jk} \mid ·) \propto N(ψ_{jk}; μ_c, σ_c^2)
+        \sum_r 1\{ψ_{jk} \in I_r\} \exp\Big(\sum_{i \ni j} w_i \log p(Y_i \mid h_r, p)\Big),
+
+``I_r`` the intervals between the other items' values in column ``k``, ``h_r`` the dominance
+order of ``ψ`` with ``ψ_{jk} ∈ I_r``, ``w_i > 0`` each list's weight (a tempering power)
+and ``N(μ_c, σ_c^2)`` the conditional of the coordinate under the row's equicorrelated prior
+(:func:`~pymc_crp.core.utility_gibbs.equicorrelated_conditional`). Lists without item ``j``
+do not depend on ``ψ_{jk}``; a list's likelihood changes between intervals only if its
+restricted order does (:func:`~pymc_crp.core.restricted_orders.move_item_changed`), and only
+those are counted, through the lists' :class:`~pymc_crp.core.order_memo.OrderMemo`. With a
+target the scan moves to it instead of drawing and returns the log-density of reaching it
+(the reverse proposal of a split--merge move), ``-∞`` if a target value lies on an interval's
+end:
+
+.. math::
+
+    \log q = \sum_{(j, k)} \Big(\log L_{r} - \tfrac12 z^2 - \log σ_c - \tfrac12 \log 2π
+        - \log \sum_c L_c [Φ(β_c) - Φ(α_c)]\Big),
+    \qquad z = (ψ_{jk} - μ_c)/σ_c.
+
+The draws and the interval masses are those of :mod:`pymc_crp.core.normal_cdf`.
+Compilation: :func:`coordinate_scan_kernel` links :mod:`pymc_crp.core.order_memo`,
+:mod:`pymc_crp.core.restricted_orders`, :mod:`pymc_crp.core.normal_cdf` and
+:mod:`pymc_crp.core.partition_math` in, and its
+disk cache does not see edits there: after such an edit delete
+``pymc_crp/core/__pycache__/coordinate_scan*`` as well. No PyMC here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from pymc_crp.core.item_sweep import _move_logliks
+from pymc_crp.core.normal_cdf import log_interval_mass, truncated_normal_draw
+from pymc_crp.core.partition_math import draw_weighted
+from pymc_crp.core.restricted_orders import _move_item_changed, _move_item_words
+
+__all__ = ["coordinate_scan_kernel", "SCAN_OK", "SCAN_TOO_MANY_STATES", "SCAN_ZERO_WEIGHT"]
+
+SCAN_OK, SCAN_TOO_MANY_STATES, SCAN_ZERO_WEIGHT = 0, 1, 2
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@njit(cache=True, nogil=True)
+def _conditional(row, mean, rho, scale, k):  # pragma: no cover - compiled
+    """``(μ_c, σ_c)`` of coordinate ``k`` of ``row ~ N(mean, s² Σ_ρ)`` given the rest
+    (:func:`~pymc_crp.core.utility_gibbs.equicorrelated_conditional`)."""
+    n_dims = row.shape[0]
+    if n_dims == 1:
+        return mean[0], scale
+    weight = rho / (1.0 + (n_dims - 2) * rho)
+    others = 0.0
+    for q in range(n_dims):
+        if q != k:
+            others += row[q] - mean[q]
+    var = scale * scale * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
+    return mean[k] + weight * others, math.sqrt(var)
+
+
+@njit(cache=True, nogil=True)
+def _interval(cuts, r):  # pragma: no cover - compiled
+    """``(low, high, inside)`` of interval ``r`` between the sorted distinct ``cuts``: its
+    ends and a point inside it (the midpoint; one unit beyond the outermost cuts)."""
+    n = cuts.shape[0]
+    low = -math.inf if r == 0 else cuts[r - 1]
+    high = math.inf if r == n else cuts[r]
+    if n == 0:
+        return low, high, 0.0
+    if r == 0:
+        return low, high, cuts[0] - 1.0
+    if r == n:
+        return low, high, cuts[n - 1] + 1.0
+    return low, high, 0.5 * (low + high)
+
+
+@njit(cache=True, nogil=True)
+def coordinate_scan_kernel(
+    psi, words, coordinates, uniforms, target, mean, rho, scale,
+    rows, weights, by_item, starts, dual, masks, steps, lengths, inverse, p, binom_f,
+    max_states, memo,
+):  # fmt: skip  # pragma: no cover - compiled
+    """The exact coordinate draws of ``psi`` (module docstring), in place.
+
+    ``psi`` ``(M, K)`` and its bitset order ``words`` ``(4, M)`` (the dual order with
+    ``dual``) are updated; ``coordinates`` ``(C, 2)`` the ``(j, k)`` in visiting order,
+    ``uniforms`` ``(C, 2)`` the draws' uniforms (interval, value), ``target`` ``(M, K)`` the
+    values to move to instead (``(0, 0)``: draw). The prior rows: ``mean`` ``(M, K)``,
+    ``rho`` and ``scale`` ``(M,)``. The lists ``rows`` (list indices, ascending) with weights
+    ``weights > 0``; ``by_item[starts[j]:starts[j + 1]]`` the positions in ``rows`` of those
+    that contain ``j``. ``masks`` every list's item set, ``steps``, ``lengths``, ``inverse``
+    the list set (:class:`~pymc_crp.core.lists.ListSet`), ``p`` the noise, ``binom_f`` the
+    binomial table, ``memo`` the ``OrderMemo`` arrays. Returns ``(log_q, counted, status)``:
+    the log-density of the scan's result, the lists counted and :data:`SCAN_OK`, or
+    :data:`SCAN_TOO_MANY_STATES` if a count passed ``max_states`` or
+    :data:`SCAN_ZERO_WEIGHT` if every interval of a coordinate had zero weight (the scan stops
+    there).
+    """
+    n_items = psi.shape[0]
+    has_target = target.shape[0] > 0
+    loglik, _, ok = _move_logliks(
+        words, steps, lengths, inverse, rows, p, binom_f, max_states, memo
+    )
+    counted = rows.shape[0]
+    if not ok:
+        return 0.0, counted, SCAN_TOO_MANY_STATES
+    others = np.empty(max(n_items - 1, 0))
+    log_q = 0.0
+    for c in range(coordinates.shape[0]):
+        j, k = coordinates[c, 0], coordinates[c, 1]
+        mu, sd = _conditional(psi[j], mean[j], rho[j], scale[j], k)
+        positions = by_item[starts[j] : starts[j + 1]]
+        n_pos = positions.shape[0]
+        rows_j = np.empty(n_pos, np.int64)
+        for u in range(n_pos):
+            rows_j[u] = rows[positions[u]]
+        m = 0
+        for item in range(n_items):
+            if item != j:
+                others[m] = psi[item, k]
+                m += 1
+        cuts = np.unique(others) if n_pos else others[:0]
+        n_int = cuts.shape[0] + 1
+        table = np.empty((n_int, n_pos))  # each interval's log-likelihoods of the lists
+        log_lik = np.zeros(n_int)
+        log_w = np.empty(n_int)
+        seen = np.empty((n_int, words.shape[0], words.shape[1]), np.uint64)  # their orders
+        top = -math.inf
+        for r in range(n_int):
+            low, high, inside = _interval(cuts, r)
+            if n_pos:
+                psi[j, k] = inside
+                new_words, changed = _move_item_changed(words, psi, j, dual, masks, rows_j)
+                seen[r] = new_words
+                same = -1  # an earlier interval with the same order
+                for q in range(r):
+                    if np.array_equal(seen[q], new_words):
+                        same = q
+                        break
+                if same >= 0:
+                    table[r] = table[same]
+                    log_lik[r] = log_lik[same]
+                else:
+                    for u in range(n_pos):
+                        table[r, u] = loglik[positions[u]]
+                    if changed.shape[0]:
+                        moved = np.empty(changed.shape[0], np.int64)
+                        for v in range(changed.shape[0]):
+                            moved[v] = rows_j[changed[v]]
+                        ll, _, ok = _move_logliks(
+                            new_words, steps, lengths, inverse, moved, p, binom_f, max_states,
+                            memo,
+                        )  # fmt: skip
+                        counted += moved.shape[0]
+                        if not ok:
+                            return log_q, counted, SCAN_TOO_MANY_STATES
+                        for v in range(changed.shape[0]):
+                            table[r, changed[v]] = ll[v]
+                    for u in range(n_pos):
+                        log_lik[r] += weights[positions[u]] * table[r, u]
+            log_w[r] = log_lik[r] + log_interval_mass(low, high, mu, sd)
+            top = max(top, log_w[r])
+        if not math.isfinite(top):
+            return log_q, counted, SCAN_ZERO_WEIGHT
+        weights_r = np.empty(n_int)  # exp(log_w - top)
+        total = 0.0
+        for r in range(n_int):
+            weights_r[r] = math.exp(log_w[r] - top)
+            total += weights_r[r]
+        if has_target:
+            x = target[j, k]
+            chosen = -1
+            for r in range(n_int):
+                low, high, _ = _interval(cuts, r)
+                if low < x < high:
+                    chosen = r
+            if chosen < 0:  # a tie with another item: probability zero
+                log_q = -math.inf
+                chosen = 0
+        else:
+            chosen = draw_weighted(weights_r, total, uniforms[c, 0])
+            low, high, _ = _interval(cuts, chosen)
+            x = truncated_normal_draw(low, high, mu, sd, uniforms[c, 1])
+        z = (x - mu) / sd
+        log_q += (
+            log_lik[chosen] - 0.5 * z * z - math.log(sd) - _LOG_SQRT_2PI - top - math.log(total)
+        )
+        psi[j, k] = x
+        words[:, :] = _move_item_words(words, psi, j, dual)
+        for u in range(n_pos):
+            loglik[positions[u]] = table[chosen, u]
+    return log_q, counted, SCAN_OK
