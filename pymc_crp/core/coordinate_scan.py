@@ -41,14 +41,13 @@ import numpy as np
 from numba import njit
 
 from pymc_crp.core.item_sweep import _move_logliks
-from pymc_crp.core.normal_cdf import log_interval_mass, truncated_normal_draw
+from pymc_crp.core.normal_cdf import log_interval_mass, normal_log_pdf, truncated_normal_draw
 from pymc_crp.core.partition_math import draw_weighted
 from pymc_crp.core.restricted_orders import _move_item_changed, _move_item_words
 
 __all__ = ["coordinate_scan_kernel", "SCAN_OK", "SCAN_TOO_MANY_STATES", "SCAN_ZERO_WEIGHT"]
 
 SCAN_OK, SCAN_TOO_MANY_STATES, SCAN_ZERO_WEIGHT = 0, 1, 2
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @njit(cache=True, nogil=True)
@@ -190,10 +189,7 @@ def coordinate_scan_kernel(
             chosen = draw_weighted(weights_r, total, uniforms[c, 0])
             low, high, _ = _interval(cuts, chosen)
             x = truncated_normal_draw(low, high, mu, sd, uniforms[c, 1])
-        z = (x - mu) / sd
-        log_q += (
-            log_lik[chosen] - 0.5 * z * z - math.log(sd) - _LOG_SQRT_2PI - top - math.log(total)
-        )
+        log_q += log_lik[chosen] + normal_log_pdf(x, mu, sd) - top - math.log(total)
         psi[j, k] = x
         words[:, :] = _move_item_words(words, psi, j, dual)
         for u in range(n_pos):

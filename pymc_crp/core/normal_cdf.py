@@ -24,7 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
-__all__ = ["ndtr", "log_ndtr", "ndtri", "log_interval_mass", "truncated_normal_draw"]
+__all__ = [
+    "ndtr", "log_ndtr", "ndtri", "normal_log_pdf", "log_interval_mass", "truncated_normal_draw",
+]  # fmt: skip
 
 _SQRT_HALF = math.sqrt(0.5)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -44,6 +46,13 @@ _P_LOW = 0.02425
 def ndtr(x: float) -> float:  # pragma: no cover - compiled
     """``Φ(x)``, the standard normal CDF."""
     return 0.5 * math.erfc(-x * _SQRT_HALF)
+
+
+@njit(cache=True, nogil=True)
+def normal_log_pdf(x: float, mu: float, sd: float) -> float:  # pragma: no cover - compiled
+    """``log N(x; μ, σ²) = -z²/2 - log σ - log √(2π)``, ``z = (x - μ)/σ``."""
+    z = (x - mu) / sd
+    return -0.5 * z * z - math.log(sd) - _LOG_SQRT_2PI
 
 
 @njit(cache=True, nogil=True)
@@ -82,8 +91,7 @@ def _ndtri_lower(q: float) -> float:  # pragma: no cover - compiled
         return x - u / (1.0 + 0.5 * x * u)
     log_q = math.log(q)  # the far lower tail: Newton steps on log Φ(x) = log q
     for _ in range(2):
-        log_pdf = -0.5 * x * x - _LOG_SQRT_2PI
-        x -= (log_ndtr(x) - log_q) / math.exp(log_pdf - log_ndtr(x))
+        x -= (log_ndtr(x) - log_q) / math.exp(normal_log_pdf(x, 0.0, 1.0) - log_ndtr(x))
     return x
 
 

@@ -3,8 +3,9 @@
 import math
 
 import numpy as np
+import pytest
 from scipy.special import log_ndtr, ndtr, ndtri
-from scipy.stats import truncnorm
+from scipy.stats import norm, truncnorm
 
 import pymc_crp.core.normal_cdf as nc
 
@@ -48,3 +49,11 @@ def test_interval_mass_and_truncated_draw_match_scipy():
         if max(a, -b) < 30:  # scipy's inverse CDF keeps its digits there
             level = 1.0 - u if a > 0 else u  # above the mean the draw is mirrored
             assert abs(x - (mu + sd * truncnorm.ppf(level, a, b))) <= 1e-7 * (1 + abs(x))
+
+
+def test_normal_log_pdf_matches_scipy():
+    rng = np.random.default_rng(4)
+    for x, mu, sd in zip(
+        rng.normal(0, 20, 200), rng.normal(0, 3, 200), rng.exponential(1, 200) + 0.01, strict=True
+    ):
+        assert nc.normal_log_pdf(x, mu, sd) == pytest.approx(norm.logpdf(x, mu, sd), rel=1e-13)
