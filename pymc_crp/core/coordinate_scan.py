@@ -11,7 +11,8 @@ and draws each from its full conditional (:mod:`pymc_crp.core.utility_gibbs`)
 ``I_r`` the intervals between the other items' values in column ``k``, ``h_r`` the dominance
 order of ``ψ`` with ``ψ_{jk} ∈ I_r``, ``w_i > 0`` each list's weight (a tempering power)
 and ``N(μ_c, σ_c^2)`` the conditional of the coordinate under the row's equicorrelated prior
-(:func:`~pymc_crp.core.utility_gibbs.equicorrelated_conditional`). Lists without item ``j``
+(:func:`~pymc_crp.core.utility_gibbs.equicorrelated_conditional`; the intervals as
+:func:`~pymc_crp.core.utility_gibbs.interval_points` takes them). Lists without item ``j``
 do not depend on ``ψ_{jk}``; a list's likelihood changes between intervals only if its
 restricted order does (:func:`~pymc_crp.core.restricted_orders.move_item_changed`), and only
 those are counted, through the lists' :class:`~pymc_crp.core.order_memo.OrderMemo`. With a
@@ -27,8 +28,8 @@ end:
 
 The draws and the interval masses are those of :mod:`pymc_crp.core.normal_cdf`.
 Compilation: :func:`coordinate_scan_kernel` links :mod:`pymc_crp.core.order_memo`,
-:mod:`pymc_crp.core.restricted_orders`, :mod:`pymc_crp.core.normal_cdf` and
-:mod:`pymc_crp.core.partition_math` in, and its
+:mod:`pymc_crp.core.restricted_orders`, :mod:`pymc_crp.core.normal_cdf`,
+:mod:`pymc_crp.core.utility_gibbs` and :mod:`pymc_crp.core.partition_math` in, and its
 disk cache does not see edits there: after such an edit delete
 ``pymc_crp/core/__pycache__/coordinate_scan*`` as well. No PyMC here.
 """
@@ -44,42 +45,11 @@ from pymc_crp.core.item_sweep import _move_logliks
 from pymc_crp.core.normal_cdf import log_interval_mass, normal_log_pdf, truncated_normal_draw
 from pymc_crp.core.partition_math import draw_weighted
 from pymc_crp.core.restricted_orders import _move_item_changed, _move_item_words
+from pymc_crp.core.utility_gibbs import conditional_kernel, intervals_of_cuts
 
 __all__ = ["coordinate_scan_kernel", "SCAN_OK", "SCAN_TOO_MANY_STATES", "SCAN_ZERO_WEIGHT"]
 
 SCAN_OK, SCAN_TOO_MANY_STATES, SCAN_ZERO_WEIGHT = 0, 1, 2
-
-
-@njit(cache=True, nogil=True)
-def _conditional(row, mean, rho, scale, k):  # pragma: no cover - compiled
-    """``(μ_c, σ_c)`` of coordinate ``k`` of ``row ~ N(mean, s² Σ_ρ)`` given the rest
-    (:func:`~pymc_crp.core.utility_gibbs.equicorrelated_conditional`)."""
-    n_dims = row.shape[0]
-    if n_dims == 1:
-        return mean[0], scale
-    weight = rho / (1.0 + (n_dims - 2) * rho)
-    others = 0.0
-    for q in range(n_dims):
-        if q != k:
-            others += row[q] - mean[q]
-    var = scale * scale * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
-    return mean[k] + weight * others, math.sqrt(var)
-
-
-@njit(cache=True, nogil=True)
-def _interval(cuts, r):  # pragma: no cover - compiled
-    """``(low, high, inside)`` of interval ``r`` between the sorted distinct ``cuts``: its
-    ends and a point inside it (the midpoint; one unit beyond the outermost cuts)."""
-    n = cuts.shape[0]
-    low = -math.inf if r == 0 else cuts[r - 1]
-    high = math.inf if r == n else cuts[r]
-    if n == 0:
-        return low, high, 0.0
-    if r == 0:
-        return low, high, cuts[0] - 1.0
-    if r == n:
-        return low, high, cuts[n - 1] + 1.0
-    return low, high, 0.5 * (low + high)
 
 
 @njit(cache=True, nogil=True)
@@ -116,7 +86,7 @@ def coordinate_scan_kernel(
     log_q = 0.0
     for c in range(coordinates.shape[0]):
         j, k = coordinates[c, 0], coordinates[c, 1]
-        mu, sd = _conditional(psi[j], mean[j], rho[j], scale[j], k)
+        mu, sd = conditional_kernel(psi[j], mean[j], rho[j], scale[j], k)
         positions = by_item[starts[j] : starts[j + 1]]
         n_pos = positions.shape[0]
         rows_j = np.empty(n_pos, np.int64)
@@ -127,17 +97,16 @@ def coordinate_scan_kernel(
             if item != j:
                 others[m] = psi[item, k]
                 m += 1
-        cuts = np.unique(others) if n_pos else others[:0]
-        n_int = cuts.shape[0] + 1
+        low, high, inside = intervals_of_cuts(np.unique(others) if n_pos else others[:0])
+        n_int = low.shape[0]
         table = np.empty((n_int, n_pos))  # each interval's log-likelihoods of the lists
         log_lik = np.zeros(n_int)
         log_w = np.empty(n_int)
         seen = np.empty((n_int, words.shape[0], words.shape[1]), np.uint64)  # their orders
         top = -math.inf
         for r in range(n_int):
-            low, high, inside = _interval(cuts, r)
             if n_pos:
-                psi[j, k] = inside
+                psi[j, k] = inside[r]
                 new_words, changed = _move_item_changed(words, psi, j, dual, masks, rows_j)
                 seen[r] = new_words
                 same = -1  # an earlier interval with the same order
@@ -166,7 +135,7 @@ def coordinate_scan_kernel(
                             table[r, changed[v]] = ll[v]
                     for u in range(n_pos):
                         log_lik[r] += weights[positions[u]] * table[r, u]
-            log_w[r] = log_lik[r] + log_interval_mass(low, high, mu, sd)
+            log_w[r] = log_lik[r] + log_interval_mass(low[r], high[r], mu, sd)
             top = max(top, log_w[r])
         if not math.isfinite(top):
             return log_q, counted, SCAN_ZERO_WEIGHT
@@ -179,16 +148,14 @@ def coordinate_scan_kernel(
             x = target[j, k]
             chosen = -1
             for r in range(n_int):
-                low, high, _ = _interval(cuts, r)
-                if low < x < high:
+                if low[r] < x < high[r]:
                     chosen = r
             if chosen < 0:  # a tie with another item: probability zero
                 log_q = -math.inf
                 chosen = 0
         else:
             chosen = draw_weighted(weights_r, total, uniforms[c, 0])
-            low, high, _ = _interval(cuts, chosen)
-            x = truncated_normal_draw(low, high, mu, sd, uniforms[c, 1])
+            x = truncated_normal_draw(low[chosen], high[chosen], mu, sd, uniforms[c, 1])
         log_q += log_lik[chosen] + normal_log_pdf(x, mu, sd) - top - math.log(total)
         psi[j, k] = x
         words[:, :] = _move_item_words(words, psi, j, dual)

@@ -32,11 +32,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 from scipy.special import log_ndtr, ndtr, ndtri
 
 __all__ = [
     "equicorrelated_conditional",
+    "conditional_kernel",
     "interval_points",
+    "intervals_of_cuts",
     "interval_log_masses",
     "sample_interval_mixture",
     "interval_mixture_log_density",
@@ -55,30 +58,51 @@ def equicorrelated_conditional(row, mean, rho: float, scale: float, k: int):
         μ_c = m_k + \frac{ρ}{1 + (K-2)ρ} \sum_{l \ne k} (x_l - m_l), \qquad
         σ_c^2 = s^2 (1-ρ) \frac{1 + (K-1)ρ}{1 + (K-2)ρ}.
     """
-    row = np.asarray(row, dtype=float)
-    mean = np.asarray(mean, dtype=float)
+    row = np.ascontiguousarray(row, dtype=np.float64)
+    mean = np.ascontiguousarray(mean, dtype=np.float64)
+    mu, sd = conditional_kernel(row, mean, float(rho), float(scale), int(k))
+    return float(mu), float(sd)
+
+
+@njit(cache=True, nogil=True)
+def conditional_kernel(row, mean, rho, scale, k):  # pragma: no cover - compiled
+    """:func:`equicorrelated_conditional` on float64 arrays, for compiled callers."""
     n_dims = row.shape[0]
     if n_dims == 1:
-        return float(mean[0]), float(scale)
+        return mean[0], scale
     weight = rho / (1.0 + (n_dims - 2) * rho)
-    others = float(np.sum(row - mean) - (row[k] - mean[k]))
-    var = scale**2 * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
-    return float(mean[k] + weight * others), math.sqrt(var)
+    others = 0.0
+    for q in range(n_dims):
+        if q != k:
+            others += row[q] - mean[q]
+    var = scale * scale * (1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho)
+    return mean[k] + weight * others, math.sqrt(var)
 
 
 def interval_points(others) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Ends ``(low, high)`` of the intervals between the distinct values ``others`` and one
     point inside each (the midpoint; one unit beyond the outermost values at the ends)."""
-    cuts = np.unique(np.asarray(others, dtype=float))
-    low = np.concatenate([[-np.inf], cuts])
-    high = np.concatenate([cuts, [np.inf]])
-    inside = np.empty(low.shape[0])
-    if cuts.size == 0:
+    return intervals_of_cuts(np.unique(np.asarray(others, dtype=np.float64)))
+
+
+@njit(cache=True, nogil=True)
+def intervals_of_cuts(cuts):  # pragma: no cover - compiled
+    """:func:`interval_points` given the sorted distinct values ``cuts`` (float64)."""
+    n = cuts.shape[0]
+    low = np.empty(n + 1)
+    high = np.empty(n + 1)
+    inside = np.empty(n + 1)
+    low[0], high[n] = -np.inf, np.inf
+    for r in range(n):
+        low[r + 1] = cuts[r]
+        high[r] = cuts[r]
+    if n == 0:
         inside[0] = 0.0
     else:
         inside[0] = cuts[0] - 1.0
-        inside[-1] = cuts[-1] + 1.0
-        inside[1:-1] = 0.5 * (cuts[:-1] + cuts[1:])
+        inside[n] = cuts[n - 1] + 1.0
+        for r in range(1, n):
+            inside[r] = 0.5 * (cuts[r - 1] + cuts[r])
     return low, high, inside
 
 
