@@ -286,15 +286,15 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
         self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
         self._joint_parts = _joint_logp_function(model, compile_kwargs)
-        occupied = OccupiedSlotTerms.find(model, role.utilities)
+        occupied = OccupiedSlotTerms.find(model, role.utilities, compile_kwargs)
         self._occupied = None  # the full joint density while checking
         self._centred_occupied = False
         if occupied is not None:
+            self._rest_logp = _joint_logp_function(model, compile_kwargs, lists=False)
             initial_point = kwargs.get("initial_point") or model.initial_point(random_seed=0)
             point = occupied.check_point(initial_point)
             if self._occupied_differences_agree(occupied, point):
                 self._occupied = self._slot_terms = occupied
-                self._rest_logp = _joint_logp_function(model, compile_kwargs, lists=False)
                 (slot_rv,) = [
                     v for v in role.utilities if model.rvs_to_values[v].name == occupied.slot_name
                 ]
@@ -554,26 +554,33 @@ class _FullMove:
 class _OccupiedMove:
     """Density evaluations of a non-centred move over the occupied slots
     (:mod:`~pymc_crp.step_methods.noncentred_slots`): the occupied slots are gathered once and
-    mapped at each evaluation, and the compiled joint density is evaluated at the gathered
-    point (the slot prior of the occupied slots, the lists' labels renumbered to them); every
-    slot is mapped once, for the value drawn. Differences of :meth:`log_density` equal those
-    of :class:`_FullMove`."""
+    mapped at each evaluation; the compiled density of the terms other than the lists is
+    evaluated at the gathered point (the slot prior of the occupied slots) and the lists' by
+    :class:`~pymc_crp.step_methods.noncentred_slots.OccupiedListSums` (each slot's sum once
+    per order it takes); every slot is mapped once, for the value drawn. Differences of
+    :meth:`log_density` equal those of :class:`_FullMove`."""
 
     def __init__(self, step, point, old, terms=None):
         terms = step._occupied if terms is None else terms
         self.step, self.point, self.old = step, point, old
         self.slots, labels = terms.gather(point)  # the occupied slots, ascending
         self.gathered = terms.gathered_point(point, point[terms.slot_name][self.slots], labels)
+        self.slot_name, self.sums = terms.slot_name, terms.list_sums(point, labels)
+
+    def _log_density(self, at) -> float:
+        """The terms a move changes at the gathered point ``at``, list likelihoods times ``β``."""
+        lists = self.sums.total(at[self.slot_name])
+        return self.step._tempered_sum(self.step._rest_logp(at), lists)
 
     def current(self) -> float:
         """The log-density at the point itself (up to the empty slots' constant)."""
-        return self.step._joint_logp(self.gathered)
+        return self._log_density(self.gathered)
 
     def log_density(self, new_value, new) -> float:
         """``log π_O(v', U', U0') + log|det J_O|`` of the move to ``new_value``: the map of
         the gathered point (slot by slot, so its Jacobian counts the occupied slots only)."""
         proposal, log_det = self.step._joint_proposal(self.gathered, new_value, self.old, new)
-        return self.step._joint_logp(proposal) + log_det
+        return self._log_density(proposal) + log_det
 
     def point_at(self, new_value, new) -> dict:
         """The point the move to ``new_value`` reaches: every slot mapped (the occupied ones

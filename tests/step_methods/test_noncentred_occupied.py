@@ -115,9 +115,10 @@ def test_occupied_ratio_is_exact_near_rho_one():
         assert got == pytest.approx(prior(new_v) - prior(v), abs=1e-6)
 
 
-def hand_built(shift, dims=True):
+def hand_built(shift, dims=True, noise_from_tau=False):
     """The clustered model by hand, with the slot prior's mean ``τ U0 + shift``; the slots
-    given by ``dims`` (the value variable takes any number of slots) or by ``shape``."""
+    given by ``dims`` (the value variable takes any number of slots) or by ``shape``; the
+    lists' noise 0.1, or ``0.05 + 0.2 τ`` with ``noise_from_tau``."""
     rng = np.random.default_rng(1)
     lists = np.array([rng.permutation(4) for _ in range(10)])
     size = {"dims": ("slot", "item", "dim")} if dims else {"shape": (6, 4, 2)}
@@ -130,7 +131,8 @@ def hand_built(shift, dims=True):
             "U", mu=tau * mean + shift, rho=rho, scale=pt.sqrt(1.0 - tau**2), **size
         )
         labels = pmc.CRP("cluster", 1.0, max_clusters=6, shape=10)
-        pmc.PartialOrderLists("lists", slots, labels, 0.1, n_items=4, observed=lists)
+        noise = 0.05 + 0.2 * tau if noise_from_tau else 0.1
+        pmc.PartialOrderLists("lists", slots, labels, noise, n_items=4, observed=lists)
     set_role(model, tau, HyperparameterRole("shrinkage", (slots,), mean))
     set_role(model, rho, HyperparameterRole("correlation", (mean, slots)))
     return model
@@ -142,6 +144,10 @@ def test_recognised_structures_and_fallbacks():
     assert all(s._centred_occupied for s in steps(hand_built(0.0)).values())
     assert all(s._occupied is None for s in steps(hand_built(0.5)).values())
     assert not any(s._centred_occupied for s in steps(hand_built(0.5)).values())
+    # the lists' noise follows tau: the lists' sums at the move's start noise would not follow
+    # it, the check against the full density sees that and tau falls back (rho does not)
+    moves = steps(hand_built(0.0, noise_from_tau=True))
+    assert moves["tau"]._occupied is None and moves["rho"]._occupied is not None
     # the number of slots fixed in the value variable's type: not recognised
     assert all(s._occupied is None for s in steps(hand_built(0.0, dims=False)).values())
     # the lists read G^-1(Phi(U)) + x beta: not recognised
@@ -153,6 +159,28 @@ def test_recognised_structures_and_fallbacks():
     assert step._occupied is None and not step._centred_occupied
     point = single.initial_point(random_seed=0)
     assert isinstance(step._move(point, 0.5), _FullMove)
+
+
+def test_list_sums_count_each_order_of_a_slot_once(monkeypatch):
+    """The lists' part of the occupied density equals the list term's log-density at the
+    gathered point, and orders a move has met are not counted again."""
+    model = clustered_model()
+    step = steps(model)["rho"]
+    point = random_point(model, 4)
+    move = step._move(point, float(step._from_value(np.asarray(point["rho_logodds__"]))))
+    list_logp = model.compile_logp(vars=[model["lists"]])
+    assert move.sums.total(move.gathered["U"]) == pytest.approx(list_logp(move.gathered), 1e-12)
+    calls = []
+    term = move.sums.term
+    original = term.slot_logliks
+    monkeypatch.setattr(term, "slot_logliks", lambda *a, **k: calls.append(1) or original(*a, **k))
+    for shift in (0.0, 1.0, 0.0, 1.0):
+        new_value = float(point["rho_logodds__"]) + shift
+        new = float(step._from_value(np.asarray(new_value)))
+        proposal, _ = step._joint_proposal(move.gathered, new_value, move.old, new)
+        got = move.sums.total(proposal["U"])
+        assert got == pytest.approx(list_logp(proposal), rel=1e-12)
+    assert 0 < len(calls) <= 3  # the second visit of each value counts nothing
 
 
 def test_same_seed_same_draws_and_full_path_agrees():
