@@ -35,6 +35,8 @@ import numpy as np
 from numba import njit
 from scipy.special import log_ndtr, ndtr, ndtri
 
+from pymc_crp.core.normal_cdf import truncated_normal_draw
+
 __all__ = [
     "equicorrelated_conditional",
     "conditional_kernel",
@@ -46,6 +48,7 @@ __all__ = [
     "truncated_normal",
     "column_conditionals",
     "cell_draws",
+    "cell_draws_kernel",
 ]
 
 
@@ -197,9 +200,11 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
     r"""One scan of draws within the current intervals (see the module docstring), in place.
 
     For each column ``k`` and each parity, every item ``j`` of that rank parity in column
-    ``k`` of its slot is redrawn from ``N(μ_c, σ_c^2)`` (:func:`equicorrelated_conditional`,
-    vectorised) restricted to the open interval between its neighbours in the column, so no
-    slot's dominance order changes.
+    ``k`` of its slot is redrawn from ``N(μ_c, σ_c^2)`` (:func:`equicorrelated_conditional`)
+    restricted to the open interval between its neighbours in the column, so no slot's
+    dominance order changes. A slot whose column holds tied values (e.g. an initial point of
+    zeros) keeps that column: no interval keeps its order, and ties have probability zero under
+    the target. One compiled call (:func:`cell_draws_kernel`).
 
     Parameters
     ----------
@@ -215,29 +220,47 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
     n_slots, n_items, n_dims = utilities.shape
     if n_slots == 0 or n_items == 0:
         return
-    slots = np.arange(n_slots)[:, None]
+    work = np.ascontiguousarray(utilities, dtype=np.float64)
+    shape = (n_slots, n_items)
+    cell_draws_kernel(
+        work,
+        np.ascontiguousarray(np.broadcast_to(mean, utilities.shape), dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(rho, shape), dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(scale, shape), dtype=np.float64),
+        np.ascontiguousarray(uniforms, dtype=np.float64),
+    )
+    if work is not utilities:
+        utilities[...] = work
+
+
+@njit(cache=True, nogil=True)
+def cell_draws_kernel(utilities, mean, rho, scale, uniforms):  # pragma: no cover - compiled
+    """:func:`cell_draws` on contiguous float64 arrays (``utilities`` in place). Within one
+    pass (a column and a parity) the items drawn are never each other's neighbours and their
+    conditionals read the other columns only, so drawing them one after another is drawing
+    them at once."""
+    n_slots, n_items, n_dims = utilities.shape
+    column = np.empty(n_items)
     for k in range(n_dims):
-        for parity in (0, 1):
-            column = utilities[:, :, k]
-            order = np.argsort(column, axis=1, kind="stable")
-            ranked = np.take_along_axis(column, order, axis=1)
-            ranks = np.arange(parity, n_items, 2)
-            below = np.full((n_slots, ranks.size), -np.inf)
-            above = np.full((n_slots, ranks.size), np.inf)
-            inner = ranks > 0
-            below[:, inner] = ranked[:, ranks[inner] - 1]
-            inner = ranks < n_items - 1
-            above[:, inner] = ranked[:, ranks[inner] + 1]
-            items = order[:, ranks]
-            # A column with tied values (e.g. an initial point of zeros) is left alone:
-            # no interval keeps its order (ties have probability zero under the target).
-            tied = np.any(ranked[:, 1:] == ranked[:, :-1], axis=1)
-            mu, sd = column_conditionals(utilities, mean, rho, scale, k)
-            draws = truncated_normal(
-                below,
-                above,
-                mu[slots, items],
-                sd[slots, items],
-                uniforms[k, parity][slots, items],
-            )
-            utilities[slots, items, k] = np.where(tied[:, None], utilities[slots, items, k], draws)
+        for parity in range(2):
+            for s in range(n_slots):
+                for j in range(n_items):
+                    column[j] = utilities[s, j, k]
+                order = np.argsort(column, kind="mergesort")
+                tied = False
+                for r in range(1, n_items):
+                    if column[order[r]] == column[order[r - 1]]:
+                        tied = True
+                        break
+                if tied:
+                    continue
+                for r in range(parity, n_items, 2):
+                    j = order[r]
+                    low = column[order[r - 1]] if r > 0 else -np.inf
+                    high = column[order[r + 1]] if r < n_items - 1 else np.inf
+                    mu, sd = conditional_kernel(
+                        utilities[s, j], mean[s, j], rho[s, j], scale[s, j], k
+                    )
+                    utilities[s, j, k] = truncated_normal_draw(
+                        low, high, mu, sd, uniforms[k, parity, s, j]
+                    )

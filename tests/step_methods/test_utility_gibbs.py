@@ -188,6 +188,34 @@ def test_cell_draws_follow_the_truncated_equicorrelated_prior():
     assert np.any(np.abs(u.mean(axis=0) - CELL_MEAN) > 10 * se)
 
 
+def _truncated_quantile(u, low, high, mean, scale):
+    """The draw of ``truncated_normal`` from uniform ``u`` by scipy's truncnorm: the quantile
+    ``u``, or ``1 - u`` when the interval lies above the mean (the draw is mirrored)."""
+    a, b = (low - mean) / scale, (high - mean) / scale
+    return stats.truncnorm.ppf(1.0 - u if a > 0 else u, a, b, mean, scale)
+
+
+@pytest.mark.parametrize(
+    ("start", "u_values"),
+    [([2.0, 0.5, -1.0], [0.3, 0.9, 0.7]), ([30.0, 25.0, 24.0], [0.2, 0.5, 0.99])],
+)
+def test_cell_draws_are_inverse_cdf_draws_pass_by_pass(start, u_values):
+    """K = 1, one slot of three items (mean 0.4, scale 1.7): the first pass redraws the items
+    of rank 0 and 2 from the normal truncated to the interval beyond their neighbour (scipy's
+    truncnorm quantiles of the given uniforms), the second the middle item between the new
+    values; a far upper tail keeps its digits."""
+    mean, scale = 0.4, 1.7
+    u = np.array(start)[None, :, None]
+    uniforms = np.zeros((1, 2, 1, 3))
+    # ranks ascending: item 2 (lowest), item 1, item 0 (highest)
+    uniforms[0, 0, 0, 2], uniforms[0, 0, 0, 0], uniforms[0, 1, 0, 1] = u_values
+    cell_draws(u, np.full((1, 3, 1), mean), np.zeros((1, 3)), np.full((1, 3), scale), uniforms)
+    low_item = _truncated_quantile(u_values[0], -np.inf, start[1], mean, scale)
+    high_item = _truncated_quantile(u_values[1], start[1], np.inf, mean, scale)
+    middle = _truncated_quantile(u_values[2], low_item, high_item, mean, scale)
+    np.testing.assert_allclose(u[0, :, 0], [high_item, middle, low_item], rtol=1e-10)
+
+
 def test_cell_draws_leave_tied_columns_alone():
     u = np.zeros((1, 3, 2))
     cell_draws(u, np.zeros((1, 3, 2)), np.full((1, 3), 0.3), np.ones((1, 3)),
