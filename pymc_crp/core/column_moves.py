@@ -58,16 +58,34 @@ hierarchical model ``τ U0``): a slot whose columns are matched to the wrong col
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from pymc_crp.core.utility_gibbs import column_conditionals, truncated_normal
+import numpy as np
+from numba import njit
+
+from pymc_crp.core.normal_cdf import truncated_normal_draw
+from pymc_crp.core.utility_gibbs import conditional_kernel
 
 __all__ = ["column_moves", "column_swaps"]
+
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _contiguous(utilities, mean, rho, scale):
+    """``(work, mean, rho, scale)`` as contiguous float64 arrays of the shapes the kernels
+    take (``work`` is ``utilities`` itself when it already is one)."""
+    shape = utilities.shape[:2]
+    return (
+        np.ascontiguousarray(utilities, dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(mean, utilities.shape), dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(rho, shape), dtype=np.float64),
+        np.ascontiguousarray(np.broadcast_to(scale, shape), dtype=np.float64),
+    )
 
 
 def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
     r"""One shift and one scale move of every column of every slot (see the module
-    docstring), in place.
+    docstring), in place; one compiled call.
 
     Parameters
     ----------
@@ -85,56 +103,100 @@ def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
         Which scale moves were accepted.
     """
     n_slots, n_items, n_dims = utilities.shape
-    accepted = np.zeros((n_dims, n_slots), dtype=bool)
+    accepted = np.zeros((n_dims, n_slots), dtype=np.bool_)
     if n_slots == 0 or n_items < 2:
         return accepted
-    for k in range(n_dims):
-        column = utilities[:, :, k]
-        ranked = np.sort(column, axis=1)
-        untied = np.all(ranked[:, 1:] > ranked[:, :-1], axis=1)
-        mu, sd = column_conditionals(utilities, mean, rho, scale, k)
-        w = np.broadcast_to(1.0 / sd**2, column.shape)
-        w_sum = w.sum(axis=1)
-        centre = np.sum(w * column, axis=1) / w_sum
-        resid = column - centre[:, None]
-        # shift: the weighted centre given the residuals, an exact normal draw
-        centre_new = np.sum(w * (mu - resid), axis=1) / w_sum + normals[k, 0] / np.sqrt(w_sum)
-        centre = np.where(untied, centre_new, centre)
-        # scale of the residuals about the centre
-        a = np.sum(w * resid**2, axis=1)
-        b = np.sum(w * resid * (mu - centre[:, None]), axis=1)
-        factor, ok = _scale_draws(a, b, n_items, normals[k, 1], uniforms[k])
-        ok &= untied
-        accepted[k] = ok
-        scaled = centre[:, None] + np.where(ok, factor, 1.0)[:, None] * resid
-        utilities[:, :, k] = np.where(untied[:, None], scaled, column)
+    work, mean, rho, scale = _contiguous(utilities, mean, rho, scale)
+    _column_moves_kernel(
+        work,
+        mean,
+        rho,
+        scale,
+        np.ascontiguousarray(normals, dtype=np.float64),
+        np.ascontiguousarray(uniforms, dtype=np.float64),
+        accepted,
+    )
+    if work is not utilities:
+        utilities[...] = work
     return accepted
 
 
-def _scale_draws(a, b, n_items: int, normal, uniform):
-    """The scale moves of one column of every slot: ``(c, accepted)`` from the log-density
-    ``g(c) = (M-2) log c - A c²/2 + B c`` (see the module docstring); ``A = 0`` (a tied
-    column) is never accepted."""
-    good = a > 0
-    a = np.where(good, a, 1.0)
+@njit(cache=True, nogil=True)
+def _untied(column):  # pragma: no cover - compiled
+    """Whether the values of ``column`` are distinct."""
+    ranked = np.sort(column)
+    for r in range(1, ranked.shape[0]):
+        if not ranked[r] > ranked[r - 1]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _column_moves_kernel(utilities, mean, rho, scale, normals, uniforms, accepted):
+    # pragma: no cover - compiled
+    """:func:`column_moves` on contiguous arrays: for each column ``k`` (in turn) and slot,
+    the shift drawn exactly and the scale by :func:`_scale_draw`."""
+    n_slots, n_items, n_dims = utilities.shape
+    mu, w, resid = np.empty(n_items), np.empty(n_items), np.empty(n_items)
+    for k in range(n_dims):
+        for s in range(n_slots):
+            column = utilities[s, :, k]
+            if not _untied(column):
+                continue
+            w_sum = centre = 0.0
+            for j in range(n_items):
+                mu[j], sd = conditional_kernel(
+                    utilities[s, j], mean[s, j], rho[s, j], scale[s, j], k
+                )
+                w[j] = 1.0 / (sd * sd)
+                w_sum += w[j]
+                centre += w[j] * column[j]
+            centre /= w_sum
+            shift = 0.0
+            for j in range(n_items):
+                resid[j] = column[j] - centre
+                shift += w[j] * (mu[j] - resid[j])
+            # shift: the weighted centre given the residuals, an exact normal draw
+            centre = shift / w_sum + normals[k, 0, s] / math.sqrt(w_sum)
+            a = b = 0.0
+            for j in range(n_items):
+                a += w[j] * resid[j] * resid[j]
+                b += w[j] * resid[j] * (mu[j] - centre)
+            factor, ok = _scale_draw(a, b, n_items, normals[k, 1, s], uniforms[k, s])
+            accepted[k, s] = ok
+            if not ok:
+                factor = 1.0
+            for j in range(n_items):
+                utilities[s, j, k] = centre + factor * resid[j]
+
+
+@njit(cache=True, nogil=True)
+def _scale_draw(a, b, n_items, normal, uniform):  # pragma: no cover - compiled
+    """The scale move of one column: ``(c, accepted)`` from the log-density ``g(c) = (M-2)
+    log c - A c²/2 + B c`` (see the module docstring); ``A = 0`` (a tied column) is never
+    accepted."""
+    good = a > 0.0
+    if not good:
+        a = 1.0
     if n_items == 2:  # N(B/A, 1/A) on c > 0, drawn exactly
-        factor = truncated_normal(0.0, np.inf, b / a, 1.0 / np.sqrt(a), uniform)
-        return np.maximum(factor, np.finfo(float).tiny), good
+        factor = truncated_normal_draw(0.0, np.inf, b / a, 1.0 / math.sqrt(a), uniform)
+        return max(factor, _TINY), good
     power = n_items - 2.0
-    mode = (b + np.sqrt(b**2 + 4.0 * a * power)) / (2.0 * a)
-    kappa = a + power / mode**2
-    factor = mode + normal / np.sqrt(kappa)
-    positive = factor > 0
-    c = np.where(positive, factor, 1.0)
+    mode = (b + math.sqrt(b * b + 4.0 * a * power)) / (2.0 * a)
+    kappa = a + power / (mode * mode)
+    factor = mode + normal / math.sqrt(kappa)
+    if not factor > 0.0:
+        return 1.0, False
     log_ratio = (
-        power * np.log(c) - 0.5 * a * (c**2 - 1.0) + b * (c - 1.0)  # g(c') - g(1)
-        + 0.5 * kappa * ((c - mode) ** 2 - (1.0 - mode) ** 2)  # log q(1) - log q(c')
+        power * math.log(factor) - 0.5 * a * (factor * factor - 1.0) + b * (factor - 1.0)
+        + 0.5 * kappa * ((factor - mode) ** 2 - (1.0 - mode) ** 2)  # log q(1) - log q(c')
     )  # fmt: skip
-    return c, good & positive & (np.log(uniform) < log_ratio)
+    return factor, good and math.log(uniform) < log_ratio
 
 
 def column_swaps(utilities, mean, rho, scale, pairs, uniforms) -> np.ndarray:
-    r"""One Metropolis swap of two columns of every slot (see the module docstring), in place.
+    r"""One Metropolis swap of two columns of every slot (see the module docstring), in place;
+    one compiled call.
 
     Parameters
     ----------
@@ -153,19 +215,44 @@ def column_swaps(utilities, mean, rho, scale, pairs, uniforms) -> np.ndarray:
         Which swaps were accepted (none when ``K = 1``).
     """
     n_slots, _, n_dims = utilities.shape
-    accepted = np.zeros(n_slots, dtype=bool)
+    accepted = np.zeros(n_slots, dtype=np.bool_)
     if n_dims < 2 or n_slots == 0:
         return accepted
     first, second = np.triu_indices(n_dims, k=1)
-    k, l = first[pairs], second[pairs]
-    slots = np.arange(n_slots)
-    x_k, x_l = utilities[slots, :, k], utilities[slots, :, l]  # (S, M)
-    m_k, m_l = mean[slots, :, k], mean[slots, :, l]
-    log_ratio = np.sum((x_l - x_k) * (m_k - m_l) / (scale**2 * (1.0 - rho)), axis=1)
-    accepted = np.log(uniforms) < log_ratio
-    swap = slots[accepted]
-    utilities[swap, :, k[accepted]], utilities[swap, :, l[accepted]] = (
-        x_l[accepted],
-        x_k[accepted],
+    pairs = np.asarray(pairs)
+    work, mean, rho, scale = _contiguous(utilities, mean, rho, scale)
+    _column_swaps_kernel(
+        work,
+        mean,
+        rho,
+        scale,
+        np.ascontiguousarray(first[pairs], dtype=np.int64),
+        np.ascontiguousarray(second[pairs], dtype=np.int64),
+        np.ascontiguousarray(uniforms, dtype=np.float64),
+        accepted,
     )
+    if work is not utilities:
+        utilities[...] = work
     return accepted
+
+
+@njit(cache=True, nogil=True)
+def _column_swaps_kernel(utilities, mean, rho, scale, first, second, uniforms, accepted):
+    # pragma: no cover - compiled
+    """:func:`column_swaps` on contiguous arrays, columns ``first[s]`` and ``second[s]`` of
+    slot ``s``."""
+    n_slots, n_items, _ = utilities.shape
+    for s in range(n_slots):
+        k, l = first[s], second[s]
+        log_ratio = 0.0
+        for j in range(n_items):
+            x_k, x_l = utilities[s, j, k], utilities[s, j, l]
+            log_ratio += (
+                (x_l - x_k)
+                * (mean[s, j, k] - mean[s, j, l])
+                / (scale[s, j] ** 2 * (1.0 - rho[s, j]))
+            )
+        if math.log(uniforms[s]) < log_ratio:
+            accepted[s] = True
+            for j in range(n_items):
+                utilities[s, j, k], utilities[s, j, l] = utilities[s, j, l], utilities[s, j, k]
