@@ -238,22 +238,23 @@ def cell_draws_kernel(utilities, mean, rho, scale, uniforms):  # pragma: no cove
     """:func:`cell_draws` on contiguous float64 arrays (``utilities`` in place). Within one
     pass (a column and a parity) the items drawn are never each other's neighbours and their
     conditionals read the other columns only, so drawing them one after another is drawing
-    them at once."""
+    them at once; the slots are independent, and a draw stays strictly inside its interval,
+    so each slot's column is sorted once for both parities."""
     n_slots, n_items, n_dims = utilities.shape
     column = np.empty(n_items)
     for k in range(n_dims):
-        for parity in range(2):
-            for s in range(n_slots):
-                for j in range(n_items):
-                    column[j] = utilities[s, j, k]
-                order = np.argsort(column, kind="mergesort")
-                tied = False
-                for r in range(1, n_items):
-                    if column[order[r]] == column[order[r - 1]]:
-                        tied = True
-                        break
-                if tied:
-                    continue
+        for s in range(n_slots):
+            for j in range(n_items):
+                column[j] = utilities[s, j, k]
+            order = np.argsort(column, kind="mergesort")
+            tied = False
+            for r in range(1, n_items):
+                if column[order[r]] == column[order[r - 1]]:
+                    tied = True
+                    break
+            if tied:
+                continue
+            for parity in range(2):
                 for r in range(parity, n_items, 2):
                     j = order[r]
                     low = column[order[r - 1]] if r > 0 else -np.inf
@@ -261,6 +262,5 @@ def cell_draws_kernel(utilities, mean, rho, scale, uniforms):  # pragma: no cove
                     mu, sd = conditional_kernel(
                         utilities[s, j], mean[s, j], rho[s, j], scale[s, j], k
                     )
-                    utilities[s, j, k] = truncated_normal_draw(
-                        low, high, mu, sd, uniforms[k, parity, s, j]
-                    )
+                    column[j] = truncated_normal_draw(low, high, mu, sd, uniforms[k, parity, s, j])
+                    utilities[s, j, k] = column[j]
