@@ -64,23 +64,11 @@ import numpy as np
 from numba import njit
 
 from pymc_crp.core.normal_cdf import truncated_normal_draw
-from pymc_crp.core.utility_gibbs import conditional_kernel
+from pymc_crp.core.utility_gibbs import conditional_kernel, contiguous_rows
 
 __all__ = ["column_moves", "column_swaps"]
 
 _TINY = float(np.finfo(np.float64).tiny)
-
-
-def _contiguous(utilities, mean, rho, scale):
-    """``(work, mean, rho, scale)`` as contiguous float64 arrays of the shapes the kernels
-    take (``work`` is ``utilities`` itself when it already is one)."""
-    shape = utilities.shape[:2]
-    return (
-        np.ascontiguousarray(utilities, dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(mean, utilities.shape), dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(rho, shape), dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(scale, shape), dtype=np.float64),
-    )
 
 
 def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
@@ -106,7 +94,7 @@ def column_moves(utilities, mean, rho, scale, normals, uniforms) -> np.ndarray:
     accepted = np.zeros((n_dims, n_slots), dtype=np.bool_)
     if n_slots == 0 or n_items < 2:
         return accepted
-    work, mean, rho, scale = _contiguous(utilities, mean, rho, scale)
+    work, mean, rho, scale = contiguous_rows(utilities, mean, rho, scale)
     _column_moves_kernel(
         work,
         mean,
@@ -220,7 +208,7 @@ def column_swaps(utilities, mean, rho, scale, pairs, uniforms) -> np.ndarray:
         return accepted
     first, second = np.triu_indices(n_dims, k=1)
     pairs = np.asarray(pairs)
-    work, mean, rho, scale = _contiguous(utilities, mean, rho, scale)
+    work, mean, rho, scale = contiguous_rows(utilities, mean, rho, scale)
     _column_swaps_kernel(
         work,
         mean,

@@ -49,6 +49,7 @@ __all__ = [
     "column_conditionals",
     "cell_draws",
     "cell_draws_kernel",
+    "contiguous_rows",
 ]
 
 
@@ -220,17 +221,24 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
     n_slots, n_items, n_dims = utilities.shape
     if n_slots == 0 or n_items == 0:
         return
-    work = np.ascontiguousarray(utilities, dtype=np.float64)
-    shape = (n_slots, n_items)
-    cell_draws_kernel(
-        work,
+    work, mean, rho, scale = contiguous_rows(utilities, mean, rho, scale)
+    cell_draws_kernel(work, mean, rho, scale, np.ascontiguousarray(uniforms, dtype=np.float64))
+    if work is not utilities:
+        utilities[...] = work
+
+
+def contiguous_rows(utilities, mean, rho, scale):
+    """``(work, mean, rho, scale)`` as the compiled moves of the slots' rows take them:
+    contiguous float64 arrays of shapes ``(S, M, K)``, ``(S, M, K)``, ``(S, M)``, ``(S, M)``
+    (``mean``, ``rho`` and ``scale`` broadcast to them; ``work`` is ``utilities`` itself when
+    it already is one, else a copy the caller writes back)."""
+    shape = utilities.shape[:2]
+    return (
+        np.ascontiguousarray(utilities, dtype=np.float64),
         np.ascontiguousarray(np.broadcast_to(mean, utilities.shape), dtype=np.float64),
         np.ascontiguousarray(np.broadcast_to(rho, shape), dtype=np.float64),
         np.ascontiguousarray(np.broadcast_to(scale, shape), dtype=np.float64),
-        np.ascontiguousarray(uniforms, dtype=np.float64),
     )
-    if work is not utilities:
-        utilities[...] = work
 
 
 @njit(cache=True, nogil=True)
