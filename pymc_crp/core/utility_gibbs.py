@@ -46,7 +46,6 @@ __all__ = [
     "sample_interval_mixture",
     "interval_mixture_log_density",
     "truncated_normal",
-    "column_conditionals",
     "cell_draws",
     "cell_draws_kernel",
     "contiguous_rows",
@@ -181,20 +180,6 @@ def truncated_normal(low, high, mu, sd, uniform):
     x = np.where(np.isfinite(x), x, np.where(np.isfinite(low), low, high))
     x = np.minimum(np.maximum(x, np.nextafter(low, np.inf)), np.nextafter(high, -np.inf))
     return x if x.ndim else float(x)
-
-
-def column_conditionals(utilities, mean, rho, scale, k: int):
-    """Means ``μ_c`` and standard deviations ``σ_c`` ``(S, M)`` of column ``k`` of every slot
-    given the other columns (:func:`equicorrelated_conditional`, vectorised over the rows of
-    ``utilities`` ``(S, M, K)``; ``mean`` likewise, ``rho`` and ``scale`` ``(S, M)``)."""
-    n_dims = utilities.shape[-1]
-    if n_dims == 1:
-        return mean[:, :, 0] + np.zeros_like(rho), scale
-    weight = rho / (1.0 + (n_dims - 2) * rho)
-    sd = scale * np.sqrt((1.0 - rho) * (1.0 + (n_dims - 1) * rho) / (1.0 + (n_dims - 2) * rho))
-    deviation = utilities - mean
-    others = deviation.sum(axis=2) - deviation[:, :, k]
-    return mean[:, :, k] + weight * others, sd
 
 
 def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
