@@ -34,7 +34,7 @@ def _row_sum_without(weights, i, skip):  # pragma: no cover - compiled
     for k in range(weights.shape[1]):
         if k != skip and weights[i, k] > largest:
             largest = weights[i, k]
-    if largest == -np.inf or not math.isfinite(largest):
+    if not math.isfinite(largest):  # every weight -inf (or +inf)
         return largest
     total = 0.0
     for k in range(weights.shape[1]):
