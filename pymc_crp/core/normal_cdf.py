@@ -12,9 +12,9 @@ The scalar functions that the compiled coordinate scans
 
 and ``Φ^{-1}`` by Acklam's rational approximation refined by one Halley step on ``Φ`` (two
 Newton steps on ``log Φ`` below ``Φ(-37)``): relative errors of about ``1e-13`` or less. The
-truncated normal draw and the interval masses are those of :mod:`pymc_crp.core.utility_gibbs`
-(:func:`~pymc_crp.core.utility_gibbs.truncated_normal`,
-:func:`~pymc_crp.core.utility_gibbs.interval_log_masses`), one value at a time. No PyMC here.
+truncated normal draw is the one every utility move uses (Python callers through
+:func:`~pymc_crp.core.utility_gibbs.truncated_normal`); the interval masses are those of
+:func:`~pymc_crp.core.utility_gibbs.interval_log_masses`, one value at a time. No PyMC here.
 """
 
 from __future__ import annotations

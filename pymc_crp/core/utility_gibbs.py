@@ -33,7 +33,7 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.special import log_ndtr, ndtr, ndtri
+from scipy.special import log_ndtr
 
 from pymc_crp.core.normal_cdf import truncated_normal_draw
 
@@ -161,25 +161,17 @@ def interval_mixture_log_density(log_lik, low, high, mu: float, sd: float, x: fl
     return float(log_lik[r]) - 0.5 * z * z - 0.5 * math.log(2 * math.pi) - math.log(sd) - log_norm
 
 
-def truncated_normal(low, high, mu, sd, uniform):
-    r"""Draws of ``N(mu, sd²)`` restricted to ``(low, high)`` by the inverse CDF, elementwise:
+def truncated_normal(low: float, high: float, mu: float, sd: float, uniform: float) -> float:
+    r"""One draw of ``N(mu, sd²)`` restricted to ``(low, high)`` by the inverse CDF:
     ``x = μ + σ Φ^{-1}(Φ(α) + u (Φ(β) - Φ(α)))`` with ``α, β`` the standardised ends
     (mirrored, ``x = μ - σ Φ^{-1}(…)`` of ``-β, -α``, when ``α > 0``, so that the upper tail
     keeps its digits). Strictly inside the interval (at an end an item would tie with
     another one, a different order); where the interval's mass underflows (beyond about 37
-    standard deviations), its nearest end."""
-    low, high, mu, sd, uniform = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (low, high, mu, sd, uniform))
+    standard deviations), its nearest end. The compiled
+    :func:`~pymc_crp.core.normal_cdf.truncated_normal_draw`, for Python callers."""
+    return float(
+        truncated_normal_draw(float(low), float(high), float(mu), float(sd), float(uniform))
     )
-    alpha, beta = (low - mu) / sd, (high - mu) / sd
-    upper = alpha > 0.0  # draw -X from the mirrored interval
-    lo = ndtr(np.where(upper, -beta, alpha))
-    hi = ndtr(np.where(upper, -alpha, beta))
-    z = ndtri(lo + uniform * (hi - lo))
-    x = mu + sd * np.where(upper, -z, z)
-    x = np.where(np.isfinite(x), x, np.where(np.isfinite(low), low, high))
-    x = np.minimum(np.maximum(x, np.nextafter(low, np.inf)), np.nextafter(high, -np.inf))
-    return x if x.ndim else float(x)
 
 
 def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
