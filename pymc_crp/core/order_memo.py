@@ -270,21 +270,23 @@ def _count_split(code, linked, full, scratch, gen, binom):
         else:
             total *= left
         left -= size
+    cnt[full] = total  # C(S) depends on S alone: kept for the steps and lists that follow
+    stamp[full] = gen
     return total
 
 
 @_leaf
-def _small_ratios(lists, i, n, rank_of, code, linked, scratch, gen, binom, ratios):
+def _small_ratios(lists, i, n, rank_of, code, linked, split, scratch, gen, binom, ratios):
     """Count ratios of list ``i`` (``n <= MAX_SMALL_LENGTH`` items) from its rank-space order
     (``code[r]`` the ranks above rank ``r``, ``linked[r]`` those comparable with it):
     ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j`` is maximal in ``T_j``, else 0.
     Counted by :func:`_count_small` when the order on the list's items is connected (its
-    down-sets include the ``T_j`` that follow), else by components (:func:`_count_split`);
+    down-sets include the ``T_j`` that follow), else (``split``) by components
+    (:func:`_count_split`);
     ``scratch = (cnt, stamp, mark, queue, passes)``. The counts are exact integers below
     ``2^53``, so the ratios equal the general kernel's bit for bit."""
     cnt, stamp, mark, queue, passes = scratch
     rest = (np.int64(1) << n) - 1  # T_j
-    split = _component(linked, np.int64(1), rest) != rest
     c_now = -1.0  # C(T_j) when known
     for j in range(n - 1):
         r = rank_of[lists[i, j]]
@@ -324,6 +326,7 @@ def memo_ratios_kernel(
     to the memo, the look-ups cost more than the counting), longer ones by the general
     kernel. Returns ``ok`` (False past ``max_states``)."""
     width = lists.shape[1]
+    n_items = rel.shape[1]
     longest = 0  # of the short lists asked for: 2^longest counts
     for t in range(perm.shape[0]):
         if longest < lengths[perm[t]] <= MAX_SMALL_LENGTH:
@@ -347,10 +350,18 @@ def memo_ratios_kernel(
     use = vals.shape[0] > 0
     gen = 0
     last = -1  # the list whose code is in `code`
+    split = False
     for t in range(perm.shape[0]):
         i = perm[t]
         n = lengths[i]
-        fresh = n > MAX_MEMO_LENGTH or last < 0 or not _same_items(lists, lengths, i, last)
+        fresh = (
+            n > MAX_MEMO_LENGTH
+            or last < 0
+            or not (
+                (n == n_items and lengths[last] == n)  # both rank every item
+                or _same_items(lists, lengths, i, last)
+            )
+        )
         if n <= MAX_MEMO_LENGTH and fresh:
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
             n_small = n if n <= MAX_SMALL_LENGTH else 0
@@ -362,6 +373,9 @@ def memo_ratios_kernel(
                 while w != 0:
                     linked[_ctz(w)] |= np.int64(1) << r
                     w &= w - 1
+            if n_small:  # the comparability graph falls apart: count by components
+                every = (np.int64(1) << n_small) - 1
+                split = _component(linked, np.int64(1), every) != every
             gen += 1  # counts of other items (or another order) are stale
             last = i
         h = _ZERO
@@ -376,7 +390,7 @@ def memo_ratios_kernel(
                 continue
             meta[2] += 1
         if n <= MAX_SMALL_LENGTH:
-            _small_ratios(lists, i, n, rank_of, small, linked, scratch, gen, binom_f, ratios)
+            _small_ratios(lists, i, n, rank_of, small, linked, split, scratch, gen, binom_f, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)
             while 0 <= reached <= t:

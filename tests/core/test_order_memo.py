@@ -165,3 +165,36 @@ def test_orders_of_several_components_equal_brute_force_and_the_general_kernel()
         brute = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
         np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
     assert np.count_nonzero(got[list_set.lengths > 2] > 0) > 100  # not all zero ratios
+
+
+def test_full_rankings_and_shorter_lists_under_orders_of_several_components():
+    """Full rankings (every item: their item sets compared by length alone) interleaved with
+    shorter lists over the same items, under orders whose comparability graph falls apart (the
+    counts of the components' products kept across steps and lists): the general kernel bit
+    for bit, and brute force."""
+    rng = np.random.default_rng(12)
+    n_items = 8
+    group, place = np.arange(n_items) % 3, rng.standard_normal(n_items)
+    eta = np.column_stack([place + 10.0 * group, place - 10.0 * group])  # three chains
+    full = [sorted(rng.permutation(n_items), key=lambda x: (rng.random() < 0.3, -place[x]))
+            for _ in range(60)]  # fmt: skip
+    padded = np.full((90, n_items), -1, dtype=np.int64)
+    padded[:60] = full
+    padded[60:] = _lists(rng, 30, n_items, n_items, min_len=2)
+    list_set = ListSet(padded)
+    assert np.any(list_set.lengths == n_items) and np.any(list_set.lengths < n_items)
+    for dims in (eta, rng.standard_normal((n_items, 3))):  # several components; random
+        rel = utility_relation_words(dims[None])
+        got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20))
+        perm = np.arange(list_set.steps.shape[0])
+        want = np.full_like(got, np.nan)
+        assert K.ratios_kernel(
+            rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
+            float_binomials(), 10**7, want,
+        )  # fmt: skip
+        for row in perm:
+            n = list_set.lengths[row]
+            np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
+            brute = _brute_ratios(dims, [int(x) for x in list_set.steps[row, :n]])
+            np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+        assert np.count_nonzero(got[list_set.lengths == n_items] > 0) > 60
