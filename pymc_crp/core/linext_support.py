@@ -281,20 +281,35 @@ def group_by_label(labels: np.ndarray, n_groups: int):
     return perm, starts
 
 
+# The terms of a list are multiplied and their product's logarithm taken once the product
+# falls below this (one logarithm for several terms); a term below its square root is taken
+# alone, so no product underflows (the terms are at most 1, so none overflows).
+_FLUSH_BELOW = 1e-150
+
+
 @njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False)
 def _combine(ratios, u, n, p, want_grad):  # pragma: no cover - compiled
+    """``(sum_j log term_j, sum_j (1/r_j - ratio_j) / term_j)`` of row ``u``, ``term_j = p / r_j
+    + (1 - p) ratio_j``; the logarithms summed as logarithms of partial products."""
     ll = 0.0
     dp = 0.0
+    product = 1.0
     for step in range(n - 1):
         r = n - step
         ratio = ratios[u, step]
         term = p / r + (1.0 - p) * ratio
         if term <= 0.0:
             return -np.inf, np.inf
-        ll += math.log(term)
+        if term < 1e-75:  # below the square root of _FLUSH_BELOW
+            ll += math.log(term)
+        else:
+            product *= term
+            if product < _FLUSH_BELOW:
+                ll += math.log(product)
+                product = 1.0
         if want_grad:
             dp += (1.0 / r - ratio) / term
-    return ll, dp
+    return ll + math.log(product), dp
 
 
 @njit(cache=True, nogil=True)
