@@ -24,6 +24,10 @@ __all__ = ["hmc_trajectory", "item_sweep"]
 
 DURATION = 0.5 * math.pi  # a quarter period: an independent draw where no wall is met
 MAX_EVENTS = 200_000
+# Trajectories by default up to this many items: a trajectory meets a wall wherever two items
+# that are neighbours in a column cross, about quadratically many in the items (100 items:
+# about 7,000 walls against 70 over 10; benchmarks/README.md)
+TRAJECTORY_MOST_ITEMS = 32
 
 
 def _slot_arrays(step, sweep):

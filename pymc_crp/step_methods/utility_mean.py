@@ -69,7 +69,7 @@ from pymc_crp.core.utility_gibbs import cell_draws
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
 from pymc_crp.step_methods.model_graph import compile_point_function
-from pymc_crp.step_methods.utility_kernels import DURATION, MAX_EVENTS
+from pymc_crp.step_methods.utility_kernels import DURATION, MAX_EVENTS, TRAJECTORY_MOST_ITEMS
 
 __all__ = ["UtilityMeanGibbs"]
 
@@ -105,8 +105,9 @@ class UtilityMeanGibbs(BlockedStep):
         docstring; each a quarter period of the prior's flow, no list evaluated). Default
         (``None``): one where the cycles keep the orders and the slots have three or more
         columns (with one or two every wall changes the order, so a trajectory cannot change
-        the rank patterns), else 0. More than 0 needs the cycles' order-keeping moves, else a
-        ``ValueError``.
+        the rank patterns) and at most 32 items (the walls a trajectory meets grow about
+        quadratically with the items: over 100 items they took two thirds of an iteration),
+        else 0. More than 0 needs the cycles' order-keeping moves, else a ``ValueError``.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -180,7 +181,8 @@ class UtilityMeanGibbs(BlockedStep):
             cone_trajectories = 0
             if self._keep_orders:
                 start = initial_point if initial_point is not None else model.initial_point()
-                if np.shape(start[self._slots_name])[-1] >= 3:
+                n_items, n_dims = np.shape(start[self._slots_name])[-2:]
+                if n_dims >= 3 and n_items <= TRAJECTORY_MOST_ITEMS:
                     cone_trajectories = _CONE_TRAJECTORIES
         if cone_trajectories and not self._keep_orders:
             raise ValueError(

@@ -65,7 +65,7 @@ from pymc_crp.step_methods.model_graph import (
     prior_draw_function,
 )
 from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
-from pymc_crp.step_methods.utility_kernels import hmc_trajectory, item_sweep
+from pymc_crp.step_methods.utility_kernels import TRAJECTORY_MOST_ITEMS, hmc_trajectory, item_sweep
 from pymc_crp.step_methods.utility_slot_moves import (
     SlotAcceptance,
     _MoveCounts,
@@ -78,7 +78,6 @@ __all__ = ["UtilityMetropolis"]
 _GAUSSIAN_OPS = (EquicorrelatedNormalRV, NormalRV, MvNormalRV)
 _TARGET_ACCEPT = 0.3
 _MOST_ITEM_SWEEPS = 5  # item sweeps per step on the smallest data sets
-_HMC_MOST_ITEMS = 32  # default Hamiltonian trajectories up to this many items
 
 
 @dataclass_state
@@ -276,7 +275,7 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
         self.cell_hops = int(cell_hops)
         if hmc_trajectories is None:  # on where a trajectory meets few walls (few items)
             n_items = max(term.contains.shape[1] for term in self._terms)
-            hmc_trajectories = int(direct and n_items <= _HMC_MOST_ITEMS)
+            hmc_trajectories = int(direct and n_items <= TRAJECTORY_MOST_ITEMS)
         self.hmc_trajectories = int(hmc_trajectories)
 
     def _prior_draw(self, point):

@@ -129,9 +129,10 @@ def test_cycles_keep_every_order_and_move_tau():
 
 
 def test_cone_trajectories_default_and_validation():
-    """One order-keeping trajectory per slot and cycle by default with three or more columns;
-    none with two (every wall changes the order) or without the cycles' order-keeping moves,
-    where asking for them is an error."""
+    """One order-keeping trajectory per slot and cycle by default with three or more columns
+    over at most 32 items; none with two (every wall changes the order), over more items (the
+    walls grow quadratically with them) or without the cycles' order-keeping moves, where
+    asking for them is an error."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=3, max_clusters=3)
     assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 1
@@ -147,6 +148,14 @@ def test_cone_trajectories_default_and_validation():
         pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=1, cone_trajectories=1)
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
     assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 0
+    for n_items, default in ((32, 1), (33, 0)):  # as the lists' Hamiltonian trajectories
+        last = [[0, n_items - 1, 1], [n_items - 1, 2, 0]]
+        model = pmc.models.clustered_partial_orders(last, n_items, n_dims=3, max_clusters=3)
+        assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == default
+        assert pmc.UtilityMetropolis([model["U"]], model=model).hmc_trajectories == default
+    assert (
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cone_trajectories=2).cone_trajectories == 2
+    )
     model = pmc.models.clustered_partial_orders(
         lists, 3, n_dims=3, max_clusters=3, covariates=np.eye(3)[:, :1]
     )
