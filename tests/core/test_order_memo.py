@@ -52,6 +52,25 @@ def _memo_ratios(rel, list_set, memo, perm=None):
     return out
 
 
+def _checked_ratios(eta, list_set):
+    """The memo kernel's ratios under the dominance order of ``eta``, checked against the
+    general kernel (bit for bit) and brute force."""
+    rel = utility_relation_words(eta[None])
+    got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20))
+    perm = np.arange(list_set.steps.shape[0])
+    want = np.full_like(got, np.nan)
+    assert K.ratios_kernel(
+        rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
+        float_binomials(), 10**7, want,
+    )  # fmt: skip
+    for row in perm:
+        n = list_set.lengths[row]
+        np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
+        brute = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
+        np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+    return got
+
+
 def test_memo_ratios_equal_brute_force():
     rng = np.random.default_rng(0)
     n_items = 80
@@ -151,19 +170,7 @@ def test_orders_of_several_components_equal_brute_force_and_the_general_kernel()
     for row in padded[:40]:  # linear extensions of the chains: many non-zero ratios
         row[:9] = sorted(rng.choice(27, size=9, replace=False), key=lambda x: -place[x])
     list_set = ListSet(padded)
-    rel = utility_relation_words(eta[None])
-    got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20))
-    perm = np.arange(list_set.steps.shape[0])
-    want = np.full_like(got, np.nan)
-    assert K.ratios_kernel(
-        rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
-        float_binomials(), 10**7, want,
-    )  # fmt: skip
-    for row in perm:
-        n = list_set.lengths[row]
-        np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
-        brute = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
-        np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+    got = _checked_ratios(eta, list_set)
     assert np.count_nonzero(got[list_set.lengths > 2] > 0) > 100  # not all zero ratios
 
 
@@ -184,17 +191,5 @@ def test_full_rankings_and_shorter_lists_under_orders_of_several_components():
     list_set = ListSet(padded)
     assert np.any(list_set.lengths == n_items) and np.any(list_set.lengths < n_items)
     for dims in (eta, rng.standard_normal((n_items, 3))):  # several components; random
-        rel = utility_relation_words(dims[None])
-        got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20))
-        perm = np.arange(list_set.steps.shape[0])
-        want = np.full_like(got, np.nan)
-        assert K.ratios_kernel(
-            rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
-            float_binomials(), 10**7, want,
-        )  # fmt: skip
-        for row in perm:
-            n = list_set.lengths[row]
-            np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
-            brute = _brute_ratios(dims, [int(x) for x in list_set.steps[row, :n]])
-            np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+        got = _checked_ratios(dims, list_set)
         assert np.count_nonzero(got[list_set.lengths == n_items] > 0) > 60
