@@ -282,9 +282,10 @@ def group_by_label(labels: np.ndarray, n_groups: int):
 
 
 # The terms of a list are multiplied and their product's logarithm taken once the product
-# falls below this (one logarithm for several terms); a term below its square root is taken
-# alone, so no product underflows (the terms are at most 1, so none overflows).
+# falls below _FLUSH_BELOW (one logarithm for several terms); a term below its square root is
+# taken alone, so no product underflows (the terms are at most 1, so none overflows).
 _FLUSH_BELOW = 1e-150
+_ALONE_BELOW = 1e-75
 
 
 @njit(nogil=True, no_cpython_wrapper=True, no_cfunc_wrapper=True, _nrt=False)
@@ -300,7 +301,7 @@ def _combine(ratios, u, n, p, want_grad):  # pragma: no cover - compiled
         term = p / r + (1.0 - p) * ratio
         if term <= 0.0:
             return -np.inf, np.inf
-        if term < 1e-75:  # below the square root of _FLUSH_BELOW
+        if term < _ALONE_BELOW:
             ll += math.log(term)
         else:
             product *= term
