@@ -31,7 +31,11 @@ comparability graph falls apart into components ``A`` is counted by components,
 ``C(T) = |T|!/\prod |A|! \cdot \prod C(A)``: over ``\sum |D(A)|`` down-sets instead of
 ``\prod |D(A)|`` (sparse orders of many dimensions, with isolated items). Consecutive
 lists over the same items share the counts (lists over one item set, as when all lists rank
-the same items, count each set once).
+the same items, count each set once); a run of more than ``2^m /`` :data:`TABLE_RUN_FACTOR`
+such lists counts every subset of the ``m`` items at once, ``C(S) = \sum_{x \text{ maximal
+in } S} C(S \setminus x)`` over the subsets in increasing order, and reads each list's
+``C(T_j)`` from that table (once a list has put an item before one above it, its later
+``T_j`` are not down-sets of the items, and each would otherwise be counted afresh).
 The counts are integers below ``m! < 2^{53}``, so every sum is exact and the ratios have the
 bits of the general kernel (:func:`~pymc_crp.core.linext_kernels.ratios_kernel`), which
 counts the longer lists.
@@ -62,12 +66,22 @@ from pymc_crp.core.linext_kernels import (
 from pymc_crp.core.linext_kernels import _new_memo as _new_count_memo
 from pymc_crp.core.linext_support import MAX_KERNEL_ITEMS
 
-__all__ = ["MAX_MEMO_LENGTH", "MAX_SMALL_LENGTH", "OrderMemo", "memo_ratios_kernel"]
+__all__ = [
+    "MAX_MEMO_LENGTH",
+    "MAX_SMALL_LENGTH",
+    "TABLE_RUN_FACTOR",
+    "OrderMemo",
+    "memo_ratios_kernel",
+]
 
 MAX_MEMO_LENGTH = 64
 """Longest list whose ratios the memo keeps (one 64-bit word per item of the code)."""
 MAX_SMALL_LENGTH = 16
 """Longest list counted in rank space (``2^m`` counts; exact integers up to 18 items)."""
+TABLE_RUN_FACTOR = 8
+"""A run of more than ``2^m / TABLE_RUN_FACTOR`` lists over the same ``m`` items counts every
+subset of them (:func:`_count_subsets`; the break-even of 10-item rankings under a total order,
+where counting by down-sets is cheapest)."""
 
 _ALL = ~np.uint64(0)
 
@@ -232,6 +246,42 @@ def _count_small(code, full, cnt, stamp, gen, mark, queue, passes):
 
 
 @_leaf
+def _count_subsets(code, n, cnt, stamp, gen):
+    r"""``C(S)`` of every subset ``S`` of the ``n`` ranks (rank-space order: ``code[x]`` the
+    ranks above ``x``) into ``cnt``, stamped ``gen``: ``C(∅) = 1`` and
+    ``C(S) = \sum_{x \in S,\ x \text{ maximal in } S} C(S \setminus x)``, the subsets in
+    increasing order (each after its subsets). Exact integers below ``n! < 2^{53}``."""
+    cnt[0] = 1.0
+    stamp[0] = gen
+    for full in range(1, np.int64(1) << n):
+        total = 0.0
+        w = full
+        while w != 0:
+            x = _ctz(w)
+            w &= w - 1
+            if (code[x] & full) == 0:
+                total += cnt[full & ~(np.int64(1) << x)]
+        cnt[full] = total
+        stamp[full] = gen
+
+
+@_leaf
+def _table_ratios(lists, i, n, rank_of, code, cnt, ratios):
+    """Count ratios of list ``i`` (``n`` items) read from the counts ``cnt`` of every subset
+    of its ranks (:func:`_count_subsets`): ``ratios[i, j] = C(T_j - Y_j) / C(T_j)`` if ``Y_j``
+    is maximal in ``T_j``, else 0 (the division of :func:`_small_ratios`, bit for bit)."""
+    rest = (np.int64(1) << n) - 1  # T_j
+    for j in range(n - 1):
+        r = rank_of[lists[i, j]]
+        bit = np.int64(1) << r
+        ratio = 0.0
+        if (code[r] & rest) == 0:
+            ratio = cnt[rest & ~bit] / cnt[rest]
+        ratios[i, j] = ratio
+        rest &= ~bit
+
+
+@_leaf
 def _component(linked, start, within):
     """The connected component of the set ``start`` in the comparability graph on ``within``
     (``linked[x]`` the ranks comparable with ``x``)."""
@@ -323,7 +373,8 @@ def memo_ratios_kernel(
     counted and stored. Lists of at most :data:`MAX_SMALL_LENGTH` items are counted in rank
     space (:func:`_small_ratios`; consecutive lists over the same items share the counts, so
     only the first of them looks in the memo: with full rankings, where every order is new
-    to the memo, the look-ups cost more than the counting), longer ones by the general
+    to the memo, the look-ups cost more than the counting; a long run of them reads every
+    subset's count from one table, :data:`TABLE_RUN_FACTOR`), longer ones by the general
     kernel. Returns ``ok`` (False past ``max_states``)."""
     width = lists.shape[1]
     n_items = rel.shape[1]
@@ -349,20 +400,22 @@ def memo_ratios_kernel(
     m = _new_count_memo(np.empty(0, np.uint64), max_states)
     use = vals.shape[0] > 0
     gen = 0
-    last = -1  # the list whose code is in `code`
+    run_end = 0  # the lists perm[t..run_end) share the item set whose code is in `code`
     split = False
+    by_table = False  # every subset of the run's items counted
     for t in range(perm.shape[0]):
         i = perm[t]
         n = lengths[i]
-        fresh = (
-            n > MAX_MEMO_LENGTH
-            or last < 0
-            or not (
-                (n == n_items and lengths[last] == n)  # both rank every item
-                or _same_items(lists, lengths, i, last)
-            )
-        )
+        fresh = n > MAX_MEMO_LENGTH or t >= run_end
+        if fresh:
+            run_end = t + 1
+            by_table = False
         if n <= MAX_MEMO_LENGTH and fresh:
+            while run_end < perm.shape[0] and (
+                (n == n_items and lengths[perm[run_end]] == n)  # both rank every item
+                or _same_items(lists, lengths, perm[run_end], i)
+            ):
+                run_end += 1
             _canonical_code(rel, lists, i, n, ranked, rank_of, code)
             n_small = n if n <= MAX_SMALL_LENGTH else 0
             for r in range(n_small):
@@ -377,7 +430,9 @@ def memo_ratios_kernel(
                 every = (np.int64(1) << n_small) - 1
                 split = _component(linked, np.int64(1), every) != every
             gen += 1  # counts of other items (or another order) are stale
-            last = i
+            if n_small and (run_end - t) * TABLE_RUN_FACTOR > (np.int64(1) << n_small):
+                by_table = True
+                _count_subsets(small, n_small, scratch[0], scratch[1], gen)
         h = _ZERO
         memo = use and (fresh or n > MAX_SMALL_LENGTH)  # else the counts are at hand
         if memo:
@@ -389,7 +444,9 @@ def memo_ratios_kernel(
                 meta[1] += 1
                 continue
             meta[2] += 1
-        if n <= MAX_SMALL_LENGTH:
+        if by_table:
+            _table_ratios(lists, i, n, rank_of, small, scratch[0], ratios)
+        elif n <= MAX_SMALL_LENGTH:
             _small_ratios(lists, i, n, rank_of, small, linked, split, scratch, gen, binom_f, ratios)
         else:
             reached = _ratio_rows(rel, m, binom, lists, lengths, perm, 0, t, t + 1, True, ratios)

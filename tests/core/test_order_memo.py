@@ -9,7 +9,12 @@ import pytest
 from pymc_crp.core import linext_kernels as K
 from pymc_crp.core.linext_support import float_binomials, utility_relation_words
 from pymc_crp.core.lists import ListSet
-from pymc_crp.core.order_memo import MAX_SMALL_LENGTH, OrderMemo, memo_ratios_kernel
+from pymc_crp.core.order_memo import (
+    MAX_SMALL_LENGTH,
+    TABLE_RUN_FACTOR,
+    OrderMemo,
+    memo_ratios_kernel,
+)
 
 
 def _extensions(items, above) -> int:
@@ -193,3 +198,46 @@ def test_full_rankings_and_shorter_lists_under_orders_of_several_components():
     for dims in (eta, rng.standard_normal((n_items, 3))):  # several components; random
         got = _checked_ratios(dims, list_set)
         assert np.count_nonzero(got[list_set.lengths == n_items] > 0) > 60
+
+
+def test_runs_of_lists_over_one_item_set_read_from_the_table_of_every_subset():
+    """Runs of lists over one item set long enough to count every subset at once
+    (``TABLE_RUN_FACTOR``), a run too short for it, and lists counted by the general kernel
+    (longer than ``MAX_SMALL_LENGTH``, and than the memo's longest) between them: the general
+    kernel bit for bit, and brute force for the short lists."""
+    rng = np.random.default_rng(13)
+    n_items = 70
+    eta = rng.standard_normal((n_items, 2))
+    eta[:12] = np.sort(rng.standard_normal(12))[:, None] * [1.0, 1.0]  # a chain among them
+    seven, five, six = rng.choice(n_items, 7, replace=False), np.arange(5), np.arange(6, 12)
+    runs = [
+        [rng.permutation(seven) for _ in range(40)],  # 40 > 2^7 / 8: by the table
+        [rng.permutation(n_items)[:66]],  # longer than the memo keeps
+        [rng.permutation(five) for _ in range(3)],  # 3 < 2^5 / 8: by down-sets
+        [rng.permutation(six) for _ in range(30)],  # by the table, a chain and more
+        [rng.permutation(n_items)[: MAX_SMALL_LENGTH + 2]],
+        [rng.permutation(five) for _ in range(20)],  # by the table, after a long list
+        [rng.choice(n_items, 4, replace=False) for _ in range(5)],
+    ]
+    assert 40 * TABLE_RUN_FACTOR > 2**7 and 3 * TABLE_RUN_FACTOR < 2**5
+    lists = [row for run in runs for row in run]
+    padded = np.full((len(lists), 66), -1, dtype=np.int64)
+    for row, lst in zip(padded, lists, strict=True):
+        row[: len(lst)] = lst
+    list_set = ListSet(padded)
+    perm = list_set.inverse.copy()  # the runs in order (a repeated list counted twice)
+    rel = utility_relation_words(eta[None])
+    got = _memo_ratios(rel[0], list_set, OrderMemo(*list_set.steps.shape, 2**20), perm)
+    want = np.full_like(got, np.nan)
+    assert K.ratios_kernel(
+        rel, list_set.steps, list_set.lengths, perm, np.array([0, perm.size]), True,
+        float_binomials(), 10**7, want,
+    )  # fmt: skip
+    for row in perm:
+        n = list_set.lengths[row]
+        np.testing.assert_array_equal(got[row, : n - 1], want[row, : n - 1])
+        if n <= 7:
+            brute = _brute_ratios(eta, [int(x) for x in list_set.steps[row, :n]])
+            np.testing.assert_allclose(got[row, : n - 1], brute, rtol=1e-12, atol=0.0)
+    short = list_set.lengths[perm] <= 7
+    assert np.count_nonzero(got[perm[short]] > 0) > 100  # not all zero ratios
