@@ -28,6 +28,8 @@ A second table times one iteration of the new step set at ``max_clusters`` 10 an
     python benchmarks/po_convergence.py --data witness --tune 1000 --draws 1000 --baseline new
     python benchmarks/po_convergence.py --data heterogeneous --lists 1000 --tune 1000 \
         --draws 1000 --cores 2 --baseline alpha --variants new
+    python benchmarks/po_convergence.py --data many --lists 1000 --tune 1000 --draws 1000 \
+        --cores 2 --baseline new --variants new --timing-iterations 0
 """
 
 from __future__ import annotations
@@ -246,13 +248,15 @@ def main():
     )
     parser.add_argument(
         "--data",
-        choices=("synthetic", "heterogeneous", "witness", "albury"),
+        choices=("synthetic", "heterogeneous", "witness", "albury", "many"),
         default="synthetic",
         help="synthetic: the simulated lists above; heterogeneous: --lists full rankings of "
         "10 items from a Plackett-Luce mixture with individual variation (simulate_"
         "heterogeneous: not from the model, like real survey data); witness: the demo's 15 "
         "witness lists (pmc.datasets.load_witness_lists); albury: examples/albury_ballots.py's "
-        "1,000 ballots, n_dims=2 (the timing tables are skipped for all but synthetic)",
+        "1,000 ballots, n_dims=2; many: --lists lists of 10 items, each over its own subset of "
+        "--many-items items (100 if not given), from 5 planted orders (simulate_many_items) "
+        "(the timing tables are skipped for all but synthetic)",
     )
     parser.add_argument("--large-slots", type=int, default=100)
     parser.add_argument("--skip-chains", action="store_true", help="only the timing tables")
@@ -313,6 +317,10 @@ def main():
         lists, n_items = ballots.lists, ballots.n_items
         N_DIMS[0] = 2
         described = f"{len(lists)} Albury ballots over {n_items} candidates, n_dims=2"
+    elif args.data == "many":
+        n_items = args.many_items or 100
+        lists, _ = simulate_many_items(args.lists, n_items, rng)
+        described = f"{args.lists} lists of 10 of {n_items} items, 5 planted orders (3 dims)"
     elif args.data == "heterogeneous":
         lists, _ = simulate_heterogeneous(args.lists, rng)
         n_items = 10
