@@ -267,7 +267,8 @@ def main():
         "--many-items",
         type=int,
         default=0,
-        help="also time lists of 10 items, each over its own subset of this many items",
+        help="also time lists of 10 items, each over its own subset of this many items (with "
+        "--data many: the items of the chains' lists, default 100)",
     )
     parser.add_argument(
         "--settle",
