@@ -428,3 +428,22 @@ def test_anneal_factor_schedule():
     betas = [anneal_factor(t, 700) for t in range(700)]
     assert np.all(np.diff(betas) > 0) and betas[-1] == 1.0
     assert abs(betas[349] - 0.75) < 1e-12  # halfway: three quarters of the way in beta
+
+
+def test_default_anneal_follows_the_lists_share_of_the_items():
+    """The annealed start by default where the lists rank at least half of the items on
+    average (rankings of most items), none where they rank a small share of many items."""
+    from pymc_crp.step_methods.po_annealed_split_merge import ANNEAL, default_anneal
+
+    half = np.array([[0, 1, -1, -1], [2, 3, 1, -1]])  # 2 and 3 of 5 items: share exactly 1/2
+    assert default_anneal(half, 5) == ANNEAL
+    assert default_anneal(half, 6) == 0  # 2.5 of 6
+    assert default_anneal(np.array([[0, 1, 2]]), 3) == ANNEAL
+    rng = np.random.default_rng(0)
+    lists = [rng.choice(40, size=4, replace=False).tolist() for _ in range(12)]
+    model = pmc.models.clustered_partial_orders(lists, 40, n_dims=2)
+    assert pmc.PartialOrderLabelGibbs([model["cluster"]], model=model).anneal == 0
+    assert pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, anneal=30).anneal == 30
+    full = [rng.permutation(4).tolist() for _ in range(12)]
+    model = pmc.models.clustered_partial_orders(full, 4, n_dims=2)
+    assert pmc.PartialOrderLabelGibbs([model["cluster"]], model=model).anneal == ANNEAL
