@@ -283,8 +283,10 @@ def clustered_partial_orders(
     (:func:`~pymc_crp.partition_stats` adds the partition's summaries to the posterior) and
     sample longer when they are above 1.01. Lists that each rank a few of many items (1,000
     lists of 10 of 100 items from 5 orders) had not converged at the default length (two
-    chains: R-hat up to 1.58, the chains' partitions of about 13 clusters apart); there the
-    label step starts without annealing (``PartialOrderLabelGibbs``'s ``anneal``).
+    chains: R-hat up to 1.58): each chain settles within its first iterations in its own
+    basin of clusters that mix the planted groups, 127--259 nats of joint density below the
+    planted partition's at the same number of clusters, and stays there; there the label step
+    starts without annealing (``PartialOrderLabelGibbs``'s ``anneal``).
     """
     if partition not in PARTITIONS:
         raise ValueError(f"partition must be one of {PARTITIONS}, got {partition!r}")
