@@ -87,7 +87,7 @@ def test_clustered_model_recovers_three_planted_orders():
 
 @pytest.mark.slow
 def test_clustered_model_recovers_two_planted_orders():
-    """A smaller version of the next test: an order and its reverse, 20 lists each (43 s of one
+    """A smaller version of the test above: an order and its reverse, 20 lists each (43 s of one
     worker, so ``slow`` as well; the default run checks the model's steps against
     enumeration and runs the demo end to end)."""
     fit_and_check_recovery(n_orders=2, n_per=20, n_items=7, draws=300, seed=5, reversed_pair=True)
