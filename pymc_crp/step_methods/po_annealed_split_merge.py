@@ -135,7 +135,7 @@ def default_anneal(lists: np.ndarray, n_items: int) -> int:
     prior (the lists that would share it share few items), so the chain settles in one cluster
     with a high ``p`` and stays there: on 1,000 lists of 10 of 100 items
     (``benchmarks/po_convergence.py --data many``, one chain) one cluster, with ``p`` at
-    0.55--0.63, from iteration 75 to the end of each run (175--375 iterations) from PyMC's
+    0.57--0.65, from iteration 75 to the end of each run (175--375 iterations) from PyMC's
     start and from 30 random clusters, also with ``β ≥ 0.3`` from the first iteration, and
     with ``p`` held at 0.1 while annealing (to iteration 325). Without annealing, the lists
     leave the start's random orders at once (from PyMC's start 9 clusters after 25
