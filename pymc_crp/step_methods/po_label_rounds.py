@@ -156,15 +156,17 @@ class LabelRounds:
         position = 0
         born = []
         while True:
+            sweep.state[BORN_FROM] = -1
             position = aux_label_sweep(
                 ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
                 sweep.where, sweep.state, order, position, uniforms, new_weights, discount,
                 logw,
             )  # fmt: skip
+            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t
+            if t >= 0:  # (also at the last visit, whose column the next round must recompute)
+                born.append(int(labels[order[position - 1]]))
             if position >= n_lists:
                 return born
-            born.append(int(labels[order[position - 1]]))
-            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t: draw it afresh
-            aux[t] = next_draw()
+            aux[t] = next_draw()  # draw the taken auxiliary afresh
             remaining = order[position:]
             aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
