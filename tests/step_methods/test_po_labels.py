@@ -111,6 +111,44 @@ def test_merge_split_alone_matches_enumeration(discount):
     assert mismatches(z, *wrong)  # the comparison has power against the other discount
 
 
+def test_sweeps_leave_every_occupied_column_exact_for_the_next_round():
+    """The likelihood columns a round hands to the next: after a sweep, with the slots it
+    reports as born recomputed, every occupied slot's column equals a fresh evaluation. (A
+    cluster born at the sweep's last visit was once left out, so the next round read a column
+    of the auxiliary's earlier draw: with the default 8 rounds the co-clustering of two lists
+    was 0.085 against the exact 0.072, z = +5.5.)"""
+    from pymc_crp.core.aux_label_sweep import SweepState, new_cluster_weights
+
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=5, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((5, N_ITEMS, 1)), rho=0.0)
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        step = pmc.PartialOrderLabelGibbs([z], n_aux=2, rng=np.random.default_rng(3))
+    step._beta = 1.0
+    point = model.initial_point(random_seed=3)
+    labels = np.array(point["z"], dtype=np.int64)
+    utilities = np.array(point["U"], dtype=np.float64)
+    rows = np.arange(N_LISTS)
+    pool = {"draws": iter(step._prior_draws(point))}
+    weights = new_cluster_weights(1.0, 0.0, 5)
+    ll = np.zeros((N_LISTS, 5))
+    for _ in range(300):
+        for slot in np.unique(labels):
+            ll[:, slot] = step._column(utilities[slot], rows, P_NOISE)
+        for _ in range(4):  # rounds
+            sweep = SweepState(labels, 5)
+            born = step._sweep(
+                labels, ll, utilities, P_NOISE, weights, 0.0, sweep, lambda: next(pool["draws"])
+            )
+            for slot in set(born):
+                ll[:, slot] = step._column(utilities[slot], rows, P_NOISE)
+            for slot in np.flatnonzero(sweep.counts):
+                np.testing.assert_allclose(
+                    ll[:, slot], step._column(utilities[slot], rows, P_NOISE), rtol=1e-12
+                )
+        pool["draws"] = iter(step._prior_draws(point))
+
+
 @pytest.mark.slow
 def test_several_rounds_per_step_match_enumeration():
     """``sweeps=3``: three rounds of merge--split and sweep per step, the occupied slots'
@@ -332,6 +370,8 @@ def test_pitman_yor_discount_in_the_builder():
     assert {v.name for v in selected[pmc.PartialOrderLabelGibbs]} == {"alpha_log__", "cluster"}
     random = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=(1.0, 2.0))
     assert "discount" in random.named_vars
+    as_array = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, discount=np.array([1, 2]))
+    assert "discount" in as_array.named_vars  # an array pair is a pair too
     _, selected = pm.sampling.mcmc.assign_step_methods(random)
     assert {v.name for v in selected[pmc.HyperparameterMetropolis]} >= {
         "discount_logodds__",
