@@ -63,6 +63,7 @@ from pymc_crp.core.conjugate_math import (
 )
 from pymc_crp.distributions.partitions import partition_params
 from pymc_crp.roles import REGISTRY, find_model
+from pymc_crp.step_methods.label_terms import slot_terms_are_local
 from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     is_partition_rv,
@@ -402,6 +403,8 @@ def partner_slots(model: Model, slot: ConjugateSlot) -> list | None:
             others = None
             break
         others.append(base)
+    if others and not slot_terms_are_local(model, [slot.term], labels, others):
+        others = None  # a partner's row r reaches observations of other slots (ψ[z].mean())
     slot._partners = others
     return others
 
@@ -437,4 +440,9 @@ def collapsible_slots(model: Model, slot: ConjugateSlot) -> list | None:
     children = dependent_terms(model, model.rvs_to_values[labels], logps, exclude=(labels,))
     if children != [slot.term]:
         return None
-    return partner_slots(model, slot)
+    others = partner_slots(model, slot)
+    if others is None or not slot_terms_are_local(
+        model, [slot.term], labels, others, check_labels=True
+    ):
+        return None
+    return others

@@ -4,8 +4,10 @@ r"""How a model's terms use a label vector: observation axes, slot parameters, l
 only through ``c_i``, and may refresh a parameter ``φ`` from its prior in the empty slots only
 where the labels index ``φ``'s leading axis in every term that reads it. Both are decided here
 with sharp numerical checks at *probe points*: the model's initial point with every continuous
-value jittered (so that slots hold distinct parameters) and the label vectors drawn at random
-(so that no slot coincides with an observation index or with another label vector's slot).
+value jittered (so that slots hold distinct parameters), every other free integer variable
+drawn from its prior (values that differ between the points where the prior allows) and the
+label vectors drawn at random (so that no slot coincides with an observation index or with
+another label vector's slot).
 
 * :func:`observation_axis`: the axis of a term's elementwise log-density that runs over the
   labels — changing label ``i0`` alone must change only elements with index ``i0`` there.
@@ -27,11 +29,16 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
 from pymc_crp.distributions.partitions import partition_params
+from pymc_crp.roles import REGISTRY
 from pymc_crp.step_methods.model_graph import (
     PointFunction,
     compile_point_function,
     dependent_terms,
     is_partition_rv,
+    model_signature,
+    prior_draw_function,
+    same_signature,
+    term_logps,
 )
 
 __all__ = [
@@ -41,22 +48,25 @@ __all__ = [
     "per_observation",
     "loglik_value_inputs",
     "row_local_slot_params",
+    "slot_terms_are_local",
 ]
 
 _PROBE_SEED = 20261123
 _N_PROBES = 3
 _JITTER = 0.7
 _MAX_ROWS = 16
+_DISCRETE_TRIES = 64  # prior draws tried for a value not yet used at another probe point
 
 
 @dataclass
 class LabelProbe:
     """Probe points of a model for the label vector ``label_name`` (see the module docstring).
 
-    ``points[k]`` is the initial point with every continuous value jittered and every
-    partition-prior label vector drawn uniformly over its slots; ``rng`` is a fixed-seed
-    generator (the checks are part of building a step and use none of the sampler's
-    randomness).
+    ``points[k]`` is the initial point with every continuous value jittered, every other free
+    integer variable drawn from its prior (a value not used at the other points where the
+    prior allows) and every partition-prior label vector drawn uniformly over its slots;
+    ``rng`` is a fixed-seed generator (the checks are part of building a step and use none
+    of the sampler's randomness).
     """
 
     label_name: str
@@ -66,7 +76,11 @@ class LabelProbe:
     rng: np.random.Generator
 
     @classmethod
-    def build(cls, model: Model, initial_point: dict, label_value_var, n_slots: int):
+    def build(
+        cls, model: Model, initial_point: dict, label_value_var, n_slots: int, fixed_labels=None
+    ):
+        """Probe points; ``fixed_labels``: the values of observed labels (held at every
+        point under ``label_value_var``'s name), else the labels are free and drawn."""
         rng = np.random.default_rng(_PROBE_SEED)
         label_slots = {}
         for rv in model.free_RVs:
@@ -74,7 +88,8 @@ class LabelProbe:
                 label_slots[model.rvs_to_values[rv].name] = int(
                     pt.get_underlying_scalar_constant_value(partition_params(rv).n_slots)
                 )
-        label_slots[label_value_var.name] = n_slots
+        if fixed_labels is None:
+            label_slots[label_value_var.name] = n_slots
         points = []
         for _ in range(_N_PROBES):
             point = {}
@@ -87,13 +102,42 @@ class LabelProbe:
                 else:
                     point[name] = value
             points.append(point)
-        n_obs = int(np.asarray(initial_point[label_value_var.name]).shape[0])
+        _vary_discrete_values(model, points, set(label_slots), rng)
+        if fixed_labels is not None:
+            for point in points:
+                point[label_value_var.name] = np.asarray(fixed_labels, dtype=np.int64)
+            n_obs = int(np.asarray(fixed_labels).shape[0])
+        else:
+            n_obs = int(np.asarray(initial_point[label_value_var.name]).shape[0])
         return cls(label_value_var.name, n_obs, n_slots, points, rng)
 
     def with_labels(self, point: dict, labels: np.ndarray) -> dict:
         out = dict(point)
         out[self.label_name] = np.asarray(labels, dtype=np.int64)
         return out
+
+
+def _vary_discrete_values(model: Model, points: list[dict], skip: set, rng) -> None:
+    """Give each free integer variable (other than label vectors) values from its prior that
+    differ between the probe points where the prior allows: a term that is local in the labels
+    for one value of such a variable (a gate ``b = 0``) may not be for another."""
+    for rv in model.free_RVs:
+        value_var = model.rvs_to_values[rv]
+        if value_var.name in skip or rv.dtype[:3] not in ("int", "uin", "boo"):
+            continue
+        if not isinstance(getattr(rv.owner, "op", None), RandomVariable):
+            continue
+        draw, draw_rng = prior_draw_function(model, [rv])
+        draw_rng.set_value(np.random.default_rng(rng.integers(2**63)), borrow=True)
+        seen = []
+        for point in points:
+            value = np.asarray(draw(point)[0])
+            for _ in range(_DISCRETE_TRIES):
+                if not any(np.array_equal(value, other) for other in seen):
+                    break
+                value = np.asarray(draw(point)[0])
+            seen.append(value)
+            point[value_var.name] = value.astype(np.asarray(point[value_var.name]).dtype)
 
 
 def per_observation(logp, axis: int):
@@ -191,6 +235,63 @@ def row_local_slot_params(
         )
         (refreshable if ok else skipped).append(rv)
     return refreshable, skipped
+
+
+def slot_terms_are_local(
+    model: Model, terms: list, labels_rv, slot_rvs: list, *, check_labels: bool = False
+) -> bool:
+    """Whether the summed log-density of ``terms`` (one value per observation each) reads the
+    slot parameters ``slot_rvs`` (and, with ``check_labels``, the free labels) only through
+    each observation's own label.
+
+    At the probe points: perturbing row ``r`` of a slot parameter changes only the elements
+    of observations with label ``r``, and moving label ``i0`` changes element ``i0`` only.
+    Graph patterns (every use of ``ψ`` is ``ψ[z]``) do not see what follows the indexing
+    (``ψ[z].mean()`` couples every slot and every label); this does. Steps that update slots
+    one by one or sweep labels collapsed accept a model only when it holds. Cached per model
+    until its variables change.
+    """
+    signature = model_signature(model)
+    cache = REGISTRY.cache(model, "slot_terms_local")
+    if "found" not in cache or not same_signature(cache["signature"], signature):
+        cache.update(signature=signature, found=[])  # [(key, result)], keys compared by `is`
+    key = (labels_rv, *terms, None, *slot_rvs, None, bool(check_labels))
+    for seen, result in cache["found"]:
+        if same_signature((seen,), (key,)):
+            return result
+    result = _slot_terms_are_local(model, terms, labels_rv, slot_rvs, check_labels)
+    cache["found"].append((key, result))
+    return result
+
+
+def _slot_terms_are_local(model, terms, labels_rv, slot_rvs, check_labels) -> bool:
+    logps = term_logps(model)
+    if any(logps[t].ndim != 1 for t in terms):
+        return False
+    n_slots = int(pt.get_underlying_scalar_constant_value(partition_params(labels_rv).n_slots))
+    label_value = model.rvs_to_values[labels_rv]
+    fixed = None if labels_rv in model.free_RVs else np.asarray(label_value.eval())
+    probe = LabelProbe.build(model, model.initial_point(), label_value, n_slots, fixed)
+    loglik = pt.add(*[logps[t] for t in terms]) if len(terms) > 1 else logps[terms[0]]
+    fn = compile_point_function(model, loglik)
+    if check_labels and fixed is None and not _labels_move_their_own_elements(fn, probe):
+        return False
+    return all(_labels_index_rows(model.rvs_to_values[rv].name, fn, probe) for rv in slot_rvs)
+
+
+def _labels_move_their_own_elements(fn: PointFunction, probe: LabelProbe) -> bool:
+    """Moving label ``i0`` alone changes element ``i0`` of ``fn`` only."""
+    for point in probe.points:
+        labels = np.asarray(point[probe.label_name])
+        base = np.asarray(fn(point))
+        for i0 in probe.rng.choice(probe.n_obs, size=min(probe.n_obs, 3), replace=False):
+            moved = labels.copy()
+            moved[i0] = (moved[i0] + 1 + probe.rng.integers(probe.n_slots - 1)) % probe.n_slots
+            changed = ~_close(np.asarray(fn(probe.with_labels(point, moved))), base)
+            changed[i0] = False
+            if changed.any():
+                return False
+    return True
 
 
 def check_label_locality(

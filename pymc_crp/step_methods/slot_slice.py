@@ -32,6 +32,7 @@ from pymc_crp.step_methods.conjugate import (
     conjugate_slot,
     slot_index_uses,
 )
+from pymc_crp.step_methods.label_terms import slot_terms_are_local
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
@@ -100,7 +101,9 @@ def slice_slots(
 
 def slice_slot_terms(model, rv) -> tuple | None:
     """``(labels, terms)`` if ``rv`` is a continuous slot parameter read only as ``rv[z]`` by
-    elementwise terms (one value per observation), else ``None``."""
+    elementwise terms (one value per observation) whose density at observation ``i`` reads
+    row ``z_i`` only (checked numerically: :func:`~pymc_crp.step_methods.label_terms.
+    slot_terms_are_local`), else ``None``."""
     if model is None or not _slot_rv_ok(model, rv) or rv.dtype not in ("float32", "float64"):
         return None
     logps = term_logps(model)
@@ -118,6 +121,8 @@ def slice_slot_terms(model, rv) -> tuple | None:
             return None
         labels = uses[0]
     if _n_slots(labels) is None or not _slot_rv_ok(model, rv, _n_slots(labels)):
+        return None
+    if not slot_terms_are_local(model, terms, labels, [rv]):  # e.g. rv[z].mean(): coupled
         return None
     return labels, terms
 

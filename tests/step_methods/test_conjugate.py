@@ -288,6 +288,35 @@ def test_fallbacks_assign_the_general_path():
     assert "diverging" not in idata.sample_stats
 
 
+def test_slots_coupled_after_the_indexing_are_not_split_up():
+    """Every use of the slot parameters is ``ψ[z]``, but a reduction afterwards couples the
+    slots (and the labels): slot-by-slot slicing and collapsed sweeps would sample another
+    posterior, so the model gets NUTS for the slots and CRPGibbs refuses the labels."""
+    from pymc.sampling.mcmc import assign_step_methods
+
+    with pm.Model() as observed_labels:
+        z = pmc.CRP("z", 1.0, max_clusters=3, observed=[0, 0, 1, 2])
+        mu = pm.Laplace("mu", 0.0, 2.0, shape=3)
+        pm.Normal("y", mu[z] + mu[z].mean(), 0.7, observed=Y6[:4])
+    _, assigned = assign_step_methods(observed_labels)
+    assert {c.__name__ for c in assigned} == {"NUTS"}
+    with observed_labels, pytest.raises(ValueError, match="not a continuous slot parameter"):
+        SlotSliceSampler([mu])
+    with pm.Model() as partner:
+        z = pmc.CRP("z", 1.0, max_clusters=3, n=4)
+        mu = pm.Normal("mu", 0.0, 2.0, shape=3)
+        g = pm.Normal("g", 0.0, 1.0, shape=3)
+        pm.Normal("y", mu[z], 0.7 * pm.math.exp(g[z].mean()), observed=Y6[:4])
+    _, assigned = assign_step_methods(partner)
+    names = {c.__name__: sorted(v.name for v in vs) for c, vs in assigned.items()}
+    assert names == {"CRPGibbs": ["z"], "ConjugateCRPGibbs": ["mu"], "NUTS": ["g"]}
+    for labels_step in (lambda: pmc.CRPGibbs([z]), lambda: ConjugateCRPGibbs([z, mu, g])):
+        with partner, pytest.raises(ValueError, match="depends on labels other than"):
+            labels_step()  # (labels not collapsible go to CRPGibbs, which refuses them)
+    with partner, pytest.raises(ValueError, match="neither a conjugate slot parameter"):
+        ConjugateCRPGibbs([mu, g])  # g is not a partner: its slots are coupled
+
+
 # --------------------------------------------------------------------------------------------
 # Exactness against enumeration
 # --------------------------------------------------------------------------------------------
