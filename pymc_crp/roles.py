@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 from pymc.model import Model, modelcontext
+from pytensor.graph.traversal import ancestors
 
 from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
 
@@ -46,6 +47,7 @@ __all__ = [
     "register_mixture",
     "register_model",
     "roles",
+    "seal_roles",
     "set_role",
 ]
 
@@ -69,6 +71,7 @@ class ModelRegistry:
         self._models: weakref.WeakSet = weakref.WeakSet()
         self._roles: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._sealed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def add_model(self, model: Model) -> None:
         """Remember ``model`` (weakly)."""
@@ -87,6 +90,15 @@ class ModelRegistry:
         """The role record of ``var`` of ``model``, or ``None``."""
         return self._roles.get(model, {}).get(var)
 
+    def seal(self, model: Model) -> None:
+        """Record the terms, value variables and transforms of the finished ``model``."""
+        self.add_model(model)
+        self._sealed[model] = _structure(model)
+
+    def sealed(self, model: Model) -> dict | None:
+        """``{term: (value variable, transform)}`` recorded by :meth:`seal`, or ``None``."""
+        return self._sealed.get(model)
+
     def roles(self, model: Model) -> dict:
         """``{variable: role record}`` of ``model`` (a copy)."""
         return dict(self._roles.get(model, {}))
@@ -100,6 +112,7 @@ class ModelRegistry:
         self._models.clear()
         self._roles.clear()
         self._caches.clear()
+        self._sealed.clear()
 
     def __len__(self) -> int:
         """The number of remembered models."""
@@ -122,16 +135,70 @@ def set_role(model: Model, var, role: Role) -> None:
     REGISTRY.set_role(model, var, role)
 
 
+def seal_roles(model: Model) -> None:
+    """Mark ``model`` as finished by its builder: a role recorded with :func:`set_role` holds
+    only while no term added to the model later reads its variables (see :func:`get_role`)."""
+    REGISTRY.seal(model)
+
+
 def get_role(var, model: Model | None = None) -> Role | None:
     """The role record of ``var`` recorded by :func:`set_role`, or ``None``.
 
     The type of the record is the role: :class:`HyperparameterRole`, :class:`LabelsRole`,
-    :class:`UtilityMeanRole` or :class:`MixtureRoles`.
+    :class:`UtilityMeanRole` or :class:`MixtureRoles`. A role's step method assumes the model
+    its builder made, so once the builder has sealed the model (:func:`seal_roles`), the role
+    lapses (``None``) when a term was removed, a value variable or transform changed, or a
+    term added since (a ``pm.Potential``, another observed variable, ...) reads ``var`` or a
+    variable named in its record; the generic steps then take the variables.
     """
     model = find_model(var) if model is None else model
     if model is None:
         return None
-    return REGISTRY.role(model, var)
+    role = REGISTRY.role(model, var)
+    if role is None or not _role_holds(model, var, role):
+        return None
+    return role
+
+
+def _structure(model: Model) -> dict:
+    """``{term: (value variable, transform)}`` of every basic variable and potential."""
+    out = {rv: (model.rvs_to_values[rv], model.rvs_to_transforms.get(rv)) for rv in model.basic_RVs}
+    out.update({pot: (None, None) for pot in model.potentials})
+    return out
+
+
+def _role_holds(model: Model, var, role) -> bool:
+    """Whether the model still has the structure its builder sealed, as far as ``role`` of
+    ``var`` is concerned (always true for a model that was never sealed)."""
+    sealed = REGISTRY.sealed(model)
+    if sealed is None:
+        return True
+    now = _structure(model)
+    for term, (value, transform) in sealed.items():
+        if term not in now or now[term][0] is not value or now[term][1] is not transform:
+            return False
+    added = [term for term in now if term not in sealed]
+    if not added:
+        return True
+    named = {var, *_record_variables(role)}
+    blockers = list(model.basic_RVs)
+    for term in added:
+        inputs = term.owner.inputs if term in model.basic_RVs else [term]
+        if named & set(ancestors(inputs, blockers=blockers)):
+            return False
+    return True
+
+
+def _record_variables(role) -> list:
+    """The model variables a role record names."""
+    if isinstance(role, MixtureRoles):
+        parts = (getattr(role, part) for part in MixtureRoles.PARTS)
+        return [var for var in parts if var is not None]
+    if isinstance(role, HyperparameterRole):
+        return list(role.moved)
+    if isinstance(role, UtilityMeanRole):
+        return [v for v in (role.slots, role.tau, role.rho, role.labels) if hasattr(v, "owner")]
+    return []
 
 
 NONCENTRED_KINDS = ("correlation", "shrinkage")
@@ -205,8 +272,11 @@ def noncentred_roles(model: Model) -> dict:
 
 
 def roles(model: Model) -> dict:
-    """All recorded roles of ``model``: ``{variable: role record}``."""
-    return REGISTRY.roles(model)
+    """All recorded roles of ``model`` that still hold (:func:`get_role`):
+    ``{variable: role record}``."""
+    return {
+        var: role for var, role in REGISTRY.roles(model).items() if _role_holds(model, var, role)
+    }
 
 
 def find_model(var) -> Model | None:

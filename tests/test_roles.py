@@ -1,6 +1,7 @@
 """Typed roles, the model registry, lists encoded once and the named partition priors."""
 
 import numpy as np
+import pymc as pm
 import pytest
 
 import pymc_crp as pmc
@@ -19,6 +20,7 @@ from pymc_crp.roles import (
     find_model,
     get_role,
     noncentred_roles,
+    roles,
     set_role,
 )
 
@@ -47,6 +49,35 @@ def test_role_records_are_checked():
         set_role(model, model["p"], "hyperparameter")
     with pytest.raises(AttributeError):
         get_role(model["p"]).noncentred = "correlation"  # frozen
+
+
+def test_a_term_added_after_the_builder_voids_the_roles_it_reads():
+    """A builder's role steps assume the model it made: a term added later that reads a role's
+    variables gives them to the generic steps (which see every term)."""
+    from pymc.sampling.mcmc import assign_step_methods
+
+    y = np.array([-1.5, -1.2, 1.0, 1.4])
+    prior = {"m0": 0.0, "kappa0": 0.25, "nu": 3.0, "Omega": 1.0}
+    model = pmc.models.measurement_error_mixture(y, None, max_clusters=4, prior=prior)
+    before = {c.__name__ for c in assign_step_methods(model)[1]}
+    assert "NormalInverseWishartGibbs" in before
+    with model:
+        pm.Normal("unrelated", 0.0, 1.0)  # reads no role variable: the roles hold
+    assert get_role(model["mu"]) is not None
+    with model:
+        pm.Potential("pin", -0.5 * (model["mu"][:, 0] / 0.3) ** 2)
+    assert get_role(model["mu"]) is None and get_role(model["Sigma"]) is None
+    after = {c.__name__: vs for c, vs in assign_step_methods(model)[1].items()}
+    assert set(after) == {"CRPGibbs", "ConcentrationGibbs", "NUTS"}
+
+    model = pmc.models.clustered_partial_orders(LISTS, 4, max_clusters=3)
+    with model:
+        pm.Potential("pull", -((model["U0"] - 1.0) ** 2).sum())
+    assert get_role(model["U0"]) is None and model["U0"] not in roles(model)
+    assert get_role(model["tau"]) is None  # its move maps U0 too
+    assert isinstance(get_role(model["p"]), HyperparameterRole)
+    assigned = assign_step_methods(model)[1]
+    assert not any(c.__name__ == "UtilityMeanGibbs" for c in assigned)
 
 
 def test_the_registry_owns_the_per_model_caches():

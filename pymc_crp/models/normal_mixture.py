@@ -28,7 +28,7 @@ from pymc_crp.core.checks import positive_int
 from pymc_crp.distributions.batched_mvnormal import BatchedMvNormal
 from pymc_crp.distributions.inverse_wishart import InverseWishart
 from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.roles import MixtureRoles, register_mixture
+from pymc_crp.roles import MixtureRoles, register_mixture, seal_roles
 
 __all__ = ["default_mixture_prior", "measurement_error_mixture"]
 
@@ -406,4 +406,5 @@ def measurement_error_mixture(
             membership_probs=bool(membership_probs),
         ),
     )
+    seal_roles(model)  # terms added later that read these variables void their roles
     return model

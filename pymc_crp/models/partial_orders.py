@@ -24,7 +24,13 @@ from pymc_crp.core.lists import EncodedLists
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, gumbel_utilities
 from pymc_crp.distributions.partial_order_lists import PartialOrderLists
 from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
-from pymc_crp.roles import HyperparameterRole, LabelsRole, UtilityMeanRole, set_role
+from pymc_crp.roles import (
+    HyperparameterRole,
+    LabelsRole,
+    UtilityMeanRole,
+    seal_roles,
+    set_role,
+)
 
 __all__ = ["clustered_partial_orders", "default_max_clusters", "partial_order"]
 
@@ -65,6 +71,8 @@ def _check_common(lists, n_items, n_dims, covariates, rho_prior=(1.0, 1.0), item
             f"rho_prior must be a pair (a, b) of positive finite Beta parameters, got {rho_prior!r}"
         )
     if item_names is not None:
+        if isinstance(item_names, str | bytes) or not np.iterable(item_names):
+            raise TypeError(f"item_names must be a sequence of n_items names, got {item_names!r}")
         names = list(item_names)
         if len(names) != n_items:
             raise ValueError(f"item_names must hold n_items={n_items} names, got {len(names)}")
@@ -112,6 +120,10 @@ def _observe_lists(encoded: EncodedLists, eta, labels, p, direction) -> None:
 def _check_discount(discount, partition):
     """``None`` for a fixed discount in ``[0, 1)``, else the pair ``(a, b)`` of its Beta
     prior; ``ValueError`` naming ``discount`` otherwise."""
+    if isinstance(discount, np.ndarray) and discount.shape == (2,):
+        discount = tuple(discount.tolist())
+    if isinstance(discount, str | bytes):
+        raise TypeError(f"discount must be a number in [0, 1) or a pair (a, b), got {discount!r}")
     if isinstance(discount, tuple | list):
         prior = _beta_pair(discount)
         if prior is None:
@@ -207,6 +219,7 @@ def partial_order(
         if n_dims > 1:
             set_role(model, rho, HyperparameterRole("correlation", (utilities,)))
         _observe_lists(encoded, _order_utilities(utilities, covariates), None, p, direction)
+    seal_roles(model)  # terms added later that read these variables void their roles
     return model
 
 
@@ -359,4 +372,5 @@ def clustered_partial_orders(
             UtilityMeanRole(utilities, tau, rho, labels, orders_only=covariates is None),
         )
         _observe_lists(encoded, _order_utilities(utilities, covariates), labels, p, direction)
+    seal_roles(model)
     return model
