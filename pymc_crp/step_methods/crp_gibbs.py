@@ -194,7 +194,7 @@ class CRPGibbs(BlockedStep):
                 f"CRPGibbs needs a CRP or DirichletMultinomialPartition variable, got {label_rv}"
             )
         if label_rv.ndim != 1:
-            raise NotImplementedError("CRPGibbs needs a single label vector (no batch dims)")
+            raise ValueError("CRPGibbs needs a single label vector (no batch dims)")
         return value_var, label_rv
 
     def _setup_likelihood(self, model, value_var, label_rv, initial_point, compile_kwargs):
@@ -247,7 +247,7 @@ class CRPGibbs(BlockedStep):
             raise ValueError(f"no model term depends on the labels {label_rv.name}")
         for term in terms:
             if term in model.potentials:
-                raise NotImplementedError(
+                raise ValueError(
                     f"Potential {term.name} depends on the labels {label_rv.name}; CRPGibbs "
                     "needs each observation's density to depend on its own label only"
                 )

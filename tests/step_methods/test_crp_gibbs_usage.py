@@ -138,6 +138,9 @@ def _structure_model(kind):
         elif kind == "potential":
             pm.Normal("y", mu[z], 1.0, observed=Y6)
             pm.Potential("pot", -0.1 * (z > 0).sum())
+        elif kind == "discrete_gate":  # local at b's initial value 0, not at b = 1
+            b = pm.Bernoulli("b", 0.3)
+            pm.Normal("y", mu[z] + b * mu[z].mean(), 1.0, observed=Y6)
         elif kind == "harmless_potential":
             pm.Normal("y", mu[z], 1.0, observed=Y6)
             pm.Potential("pot", -0.01 * (mu**2).sum())
@@ -150,7 +153,8 @@ def _structure_model(kind):
         ("mean", ValueError, "depends on labels other than"),
         ("reversed", ValueError, "depends on labels other than"),
         ("scalar", ValueError, "jointly"),
-        ("potential", NotImplementedError, "Potential pot depends on the labels"),
+        ("potential", ValueError, "Potential pot depends on the labels"),
+        ("discrete_gate", ValueError, "depends on labels other than"),
     ],
 )
 def test_structure_errors(kind, error, match):
