@@ -297,7 +297,8 @@ class AnnealedSplitMerge:
             s = int(occupied[self.rng.integers(occupied.size)])
             free = np.flatnonzero(moves.counts == 0)
             if moves.counts[s] < 2 or free.size == 0:
-                refused += free.size == 0
+                # a full set of slots refuses a split only of a cluster that could be split
+                refused += free.size == 0 and moves.counts[s] >= 2
                 continue
             splits += self._annealed_split(moves, prior, s, int(free[self.rng.integers(free.size)]))
         return merges, splits, refused
