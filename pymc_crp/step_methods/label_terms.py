@@ -127,8 +127,12 @@ def _vary_discrete_values(model: Model, points: list[dict], skip: set, rng) -> N
             continue
         if not isinstance(getattr(rv.owner, "op", None), RandomVariable):
             continue
-        draw, draw_rng = prior_draw_function(model, [rv])
-        draw_rng.set_value(np.random.default_rng(rng.integers(2**63)), borrow=True)
+        try:
+            draw, draw_rng = prior_draw_function(model, [rv])
+            draw_rng.set_value(np.random.default_rng(rng.integers(2**63)), borrow=True)
+            draw(points[0])
+        except Exception:  # noqa: BLE001 - no prior draw to be had: keep the initial value
+            continue
         seen = []
         for point in points:
             value = np.asarray(draw(point)[0])
