@@ -95,6 +95,14 @@ def test_arguments_defaults_and_stats():
         point, (stats,) = step.step(point)
         made += stats["annealed_merges"] + stats["annealed_splits"]
     assert made > 0  # 1.5 proposals a step on three lists: some are accepted
+    # three lists in three slots (max_clusters = n: never truncated): a singleton that cannot
+    # be split is no split refused for want of a slot, so no truncation is reported
+    point["cluster"] = np.array([0, 1, 2])
+    step.sweep = step.merge_split = 0  # only the annealed moves, which then keep the labels
+    step.annealed_split_merge = 3.0
+    for _ in range(10):
+        point, (stats,) = step.step(point)
+        assert not stats["slots_full"]
     with pm.Model():  # the moves need the equicorrelated slot prior's conditionals
         z = pmc.CRP("z", 1.0, max_clusters=4, n=2)
         u = pm.Normal("u", 0.0, 1.0, shape=(4, 3, 1))
