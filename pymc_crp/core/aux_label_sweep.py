@@ -142,7 +142,9 @@ def aux_label_sweep(
     int
         The position after the last visit made: ``N`` at the end of the sweep, else a new
         cluster was born at the visit before it from auxiliary ``state[3]``, which the
-        caller must refresh (rows ``order[position:]`` of its column) before resuming.
+        caller must refresh (rows ``order[position:]`` of its column) before resuming. A
+        cluster born at the last visit also returns ``N``: ``state[3]`` (which the caller
+        sets to ``-1`` before the call) tells whether one was born.
     """
     n_obs = order.shape[0]
     n_aux = aux_ll.shape[1]

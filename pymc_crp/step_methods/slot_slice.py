@@ -102,8 +102,8 @@ def slice_slots(
 def slice_slot_terms(model, rv) -> tuple | None:
     """``(labels, terms)`` if ``rv`` is a continuous slot parameter read only as ``rv[z]`` by
     elementwise terms (one value per observation) whose density at observation ``i`` reads
-    row ``z_i`` only (checked numerically: :func:`~pymc_crp.step_methods.label_terms.
-    slot_terms_are_local`), else ``None``."""
+    row ``z_i`` only (checked numerically by ``label_terms.slot_terms_are_local``), else
+    ``None``."""
     if model is None or not _slot_rv_ok(model, rv) or rv.dtype not in ("float32", "float64"):
         return None
     logps = term_logps(model)
