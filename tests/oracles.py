@@ -362,11 +362,48 @@ def total_order_list_lik(perm, y, p: float) -> float:
     return lik
 
 
-def _clustered_exchangeable_orders(lik, theta: float, d: float):
+def three_item_order_probs(means) -> np.ndarray:
+    """``P(u_{s_0} > u_{s_1} > u_{s_2})`` for independent ``u_i ~ N(means_i, 1)``, one entry per
+    ``s`` in ``itertools.permutations(range(3))``: with the middle item's value ``x``,
+    ``∫ φ(x - m_{s_1}) (1 - Φ(x - m_{s_0})) Φ(x - m_{s_2}) dx`` (trapezoid rule on a fine grid;
+    the integrand is smooth and negligible beyond 12 standard deviations)."""
+    means = [float(m) for m in means]
+    if len(means) != 3:
+        raise ValueError("three_item_order_probs: means must have 3 entries")
+    x = np.linspace(min(means) - 12.0, max(means) + 12.0, 40_001)
+    cdf = {
+        i: np.array([0.5 * math.erfc(-(v - means[i]) / math.sqrt(2.0)) for v in x])
+        for i in range(3)
+    }
+    probs = []
+    for s in itertools.permutations(range(3)):
+        pdf = np.exp(-0.5 * (x - means[s[1]]) ** 2) / math.sqrt(2.0 * math.pi)
+        f = pdf * (1.0 - cdf[s[0]]) * cdf[s[2]]
+        probs.append(float(np.sum(0.5 * (f[1:] + f[:-1]) * np.diff(x))))
+    return np.array(probs)
+
+
+def exact_clustered_weighted_total_orders(
+    lists, n_items: int, order_probs, p: float, theta: float, d: float = 0.0
+):
+    """As :func:`exact_clustered_total_orders` with each cluster's total order drawn with
+    probabilities ``order_probs`` (over ``itertools.permutations(range(n_items))``), e.g. the
+    orders of independent normal utilities with unequal means."""
+    perms = list(itertools.permutations(range(n_items)))
+    order_probs = np.asarray(order_probs, dtype=float)
+    if order_probs.shape != (len(perms),):
+        raise ValueError("order_probs must have one entry per total order of the items")
+    lik = np.array([[total_order_list_lik(s, y, p) for s in perms] for y in lists])
+    return _clustered_exchangeable_orders(lik, theta, d, order_probs)
+
+
+def _clustered_exchangeable_orders(lik, theta: float, d: float, order_probs=None):
     """Co-clustering matrix and ``P(K = k)`` of lists clustered by a Pitman--Yor CRP, each
-    cluster's order drawn uniformly from a finite set: ``lik[i, s]`` is the likelihood of list
-    ``i`` under order ``s``; a block's marginal likelihood is the mean over the orders of the
-    product over its lists."""
+    cluster's order drawn from a finite set (uniformly, or with ``order_probs``): ``lik[i, s]``
+    is the likelihood of list ``i`` under order ``s``; a block's marginal likelihood is the
+    mean (or ``order_probs``-weighted mean) over the orders of the product over its lists."""
+    if order_probs is None:
+        order_probs = np.full(lik.shape[1], 1.0 / lik.shape[1])
     n = lik.shape[0]
     co = np.zeros((n, n))
     k_dist = np.zeros(n + 1)
@@ -374,7 +411,7 @@ def _clustered_exchangeable_orders(lik, theta: float, d: float):
     for blocks in set_partitions(n):
         weight = eppf([len(b) for b in blocks], theta, d)
         for b in blocks:
-            weight *= float(np.mean(np.prod(lik[b], axis=0)))
+            weight *= float(order_probs @ np.prod(lik[b], axis=0))
         total += weight
         k_dist[len(blocks)] += weight
         for b in blocks:

@@ -77,9 +77,12 @@ def k1_idata():
     return model, idata
 
 
-def within_mc_error(indicator, exact, k=4.5, floor=0.01):
-    mcse = float(np.ravel(az.mcse(indicator))[0])
-    return abs(float(indicator.mean()) - exact) < k * mcse + floor, (indicator.mean(), exact, mcse)
+def within_mc_error(indicator, exact, k=4.5):
+    """Whether the mean is within ``k`` standard errors of ``exact``: ArviZ's MCSE, bounded
+    below by the independent-draws error ``sqrt(q (1 - q) / n)`` at the exact value ``q``."""
+    mcse = float(np.ravel(az.mcse(indicator))[0]) if indicator.std() > 0 else 0.0
+    mcse = max(mcse, np.sqrt(exact * (1.0 - exact) / indicator.size))
+    return abs(float(indicator.mean()) - exact) < k * mcse, (indicator.mean(), exact, mcse)
 
 
 def test_steps_assigned(k1_idata):
