@@ -317,7 +317,9 @@ def check_label_locality(
             raise ValueError(
                 f"the density of observation i depends on labels other than "
                 f"{probe.label_name}[i] in {term_names} (e.g. a reordered, sorted or summed "
-                f"label vector); CRPGibbs cannot update these labels exactly"
+                f"label vector, or observations whose elements do not line up with the labels, "
+                f"such as a partly masked array that PyMC flattens); CRPGibbs cannot update "
+                f"these labels exactly"
             )
 
 

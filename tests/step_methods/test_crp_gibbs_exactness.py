@@ -233,6 +233,21 @@ def test_labels_other_than_own_are_refused(index, refresh):
         pmc.CRPGibbs([z], refresh_empty_slots=refresh)
 
 
+def test_observations_that_do_not_line_up_with_the_labels_are_refused():
+    """A partly masked (N, 2) array with N missing and N observed entries, unevenly per row:
+    PyMC splits it into flat observed and missing vectors of length N whose elements are not
+    one per label, so the locality check must refuse them (not mis-assign rows to labels)."""
+    mask = np.array([[True, True], [True, False], [False, True], [True, False], [False, False]])
+    data = np.ma.masked_array(np.column_stack([Y5, Y5 + 1.0]), mask=mask)
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=N5, n=N5)
+        mu = pm.Normal("mu", 0.0, TAU, shape=N5)
+        with pytest.warns(UserWarning):  # PyMC's ImputationWarning
+            pm.Normal("y", mu[z][:, None] + np.array([0.0, 1.0]), 1.0, observed=data)
+    with model, pytest.raises(ValueError, match="do not line up with the labels"):
+        pmc.CRPGibbs([z])
+
+
 # --------------------------------------------------------------------------------------------
 # 4. Observed labels through pm.Data
 # --------------------------------------------------------------------------------------------
@@ -250,6 +265,8 @@ def test_observed_labels_in_pm_data_with_gamma_concentration():
         data = pm.Data("labels", labels)
         alpha = pm.Gamma("alpha", 2.0, 1.0)
         pmc.CRP("z", alpha, max_clusters=6, n=6, observed=data)
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert set(selected) == {pmc.ConcentrationGibbs}
     for observed, seed in [(labels, 1), (np.array([0, 1, 2, 3, 4, 4]), 2)]:
         pm.set_data({"labels": observed}, model=model)
         with model:
@@ -257,7 +274,6 @@ def test_observed_labels_in_pm_data_with_gamma_concentration():
                 2000, tune=200, chains=2, random_seed=seed, progressbar=False,
                 compute_convergence_checks=False,
             )  # fmt: skip
-        assert "concentration_gibbs" in str(idata.sample_stats.attrs) or True
         draws = idata.posterior["alpha"].values
         exact = concentration_posterior_mean(6, len(np.unique(observed)))
         se = float(az.mcse(az.convert_to_dataset({"a": draws}))["a"])
