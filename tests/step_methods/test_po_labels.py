@@ -192,7 +192,7 @@ def test_default_steps_match_enumeration_with_unequal_item_means():
     the label step is given; the builders assign it), a slot prior whose item means differ, so that
     the orders are not exchangeable and a new cluster's utilities matter. A general check: the
     column bookkeeping between rounds is pinned by the test above, since the bias it once
-    caused (0.006 on a co-clustering with these steps) reached only z = 2.4 in 12,000 draws."""
+    caused (0.006 on a co-clustering with like steps) reached only z = 2.4 in 12,000 draws."""
     means = np.array([1.0, -0.5, 0.3])
     with pm.Model():
         z = pmc.CRP("z", 1.0, max_clusters=20, n=N_LISTS)
