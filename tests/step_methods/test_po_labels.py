@@ -58,8 +58,8 @@ def mismatches(z, co, k_dist, k=4.5):
 
     The standard error is ArviZ's batch MCSE, bounded below by the independent-draws error
     ``sqrt(q (1 - q) / n)`` at the oracle's value ``q`` (an estimated MCSE of a rare event can
-    be near zero); there is no fixed floor, which once hid a bias of 0.012 in a co-clustering.
-    """
+    be near zero); no fixed floor, as a floor of 0.01 is the size of a bias once found in the
+    label rounds (0.012 on a co-clustering)."""
     bad = []
     n_lists = z.shape[-1]
     n_draws = z.shape[0] * z.shape[1]
