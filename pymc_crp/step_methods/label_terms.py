@@ -284,7 +284,10 @@ def _slot_terms_are_local(model, terms, labels_rv, slot_rvs, check_labels) -> bo
 
 
 def _labels_move_their_own_elements(fn: PointFunction, probe: LabelProbe) -> bool:
-    """Moving label ``i0`` alone changes element ``i0`` of ``fn`` only."""
+    """Moving label ``i0`` alone changes element ``i0`` of ``fn`` only (vacuous with one slot,
+    where no label can move)."""
+    if probe.n_slots < 2:
+        return True
     for point in probe.points:
         labels = np.asarray(point[probe.label_name])
         base = np.asarray(fn(point))

@@ -554,3 +554,19 @@ def test_slot_slice_sampler_is_exact():
     )
     co, k = co_clustering_matrix(parts, probs, 6), cluster_count_probs(parts, probs, 6)
     assert discrepancy(idata, co, k) < 1
+
+
+def test_one_slot_with_a_partner_parameter_is_accepted():
+    """With ``max_clusters=1`` no label can move, so the locality probe that moves labels has
+    nothing to check (it once raised NumPy's ``high <= 0`` while building the step)."""
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=1, n=4)
+        mu = pm.Normal("mu", 0.0, 2.0, shape=1)
+        g = pm.Normal("g", 0.0, 1.0, shape=1)
+        pm.Normal("y", mu[z], pm.math.exp(g[z]), observed=np.array([0.1, 0.2, -0.3, 1.0]))
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert set(selected) == {ConjugateCRPGibbs}
+    with model:
+        step = ConjugateCRPGibbs([z, mu, g])
+    point, _ = step.step(model.initial_point())
+    assert np.all(point["z"] == 0)
