@@ -44,7 +44,8 @@ def _total_variation(p, q):
 
 
 @pytest.mark.parametrize(
-    "discount, rejections", [(0.0, pair_weights.REJECTIONS), (0.8, 20), (0.4, 0)]
+    "discount, rejections",
+    [(0.0, pair_weights.REJECTIONS), pytest.param(0.8, 20, marks=pytest.mark.slow), (0.4, 0)],
 )
 def test_stationary_law_matches_enumeration(discount, rejections, monkeypatch):
     """Repeated moves from one labelling visit the labellings with the EPPF posterior's

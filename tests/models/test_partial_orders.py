@@ -93,6 +93,7 @@ def test_clustered_model_recovers_two_planted_orders():
     fit_and_check_recovery(n_orders=2, n_per=20, n_items=7, draws=300, seed=5, reversed_pair=True)
 
 
+@pytest.mark.slow  # 42 s; the posterior over orders is exact in test_utility_metropolis (default)
 def test_single_order_recovers_planted_relations():
     rng = np.random.default_rng(7)
     utilities = np.array([[3.0, 3.0], [2.0, 2.2], [2.5, 0.5], [1.0, 1.5], [0.0, 0.2], [-1, 1]])

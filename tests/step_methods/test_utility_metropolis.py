@@ -11,10 +11,10 @@ Oracles:
 import itertools
 import math
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+from mc_checks import z_scores
 from oracles import eppf, set_partitions
 
 import pymc_crp as pmc
@@ -78,11 +78,9 @@ def k1_idata():
 
 
 def within_mc_error(indicator, exact, k=4.5):
-    """Whether the mean is within ``k`` standard errors of ``exact``: ArviZ's MCSE, bounded
-    below by the independent-draws error ``sqrt(q (1 - q) / n)`` at the exact value ``q``."""
-    mcse = float(np.ravel(az.mcse(indicator))[0]) if indicator.std() > 0 else 0.0
-    mcse = max(mcse, np.sqrt(exact * (1.0 - exact) / indicator.size))
-    return abs(float(indicator.mean()) - exact) < k * mcse, (indicator.mean(), exact, mcse)
+    """Whether the mean is within ``k`` standard errors of ``exact`` (``mc_checks.z_scores``:
+    ArviZ's MCSE bounded below by the independent-draws error at the exact value)."""
+    return abs(z_scores(indicator, exact)) < k, (indicator.mean(), exact)
 
 
 def test_steps_assigned(k1_idata):
