@@ -6,16 +6,6 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/oracles.py
 
-# One PyTensor compile directory per xdist worker. PyTensor compiles each C module under a lock
-# on its compile directory, so workers sharing one wait for each other's compilations: a run
-# from an empty cache (as in CI) compiles about 540 modules. Set before PyTensor is imported.
-_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-if _WORKER and "compiledir_format" not in os.environ.get("PYTENSOR_FLAGS", ""):
-    _FORMAT = "compiledir_%(short_platform)s-%(processor)s-%(python_version)s-%(python_bitwidth)s"
-    os.environ["PYTENSOR_FLAGS"] = ",".join(
-        filter(None, [os.environ.get("PYTENSOR_FLAGS"), f"compiledir_format={_FORMAT}-{_WORKER}"])
-    )
-
 warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")
 
 # The files that take longest (about 1–3 minutes of one worker each, measured with

@@ -110,7 +110,8 @@ def assert_same_trace(a, b):
 
 @pytest.mark.parametrize(
     "name",
-    ["crp", "hpo", "hpo-replicas", "hpo-ridge"],
+    # the opt-in ridge move: slow (17 s); the default steps and the replicas stay
+    ["crp", "hpo", "hpo-replicas", pytest.param("hpo-ridge", marks=pytest.mark.slow)],
 )
 def test_serial_equals_parallel(runs, name):
     assert_same_trace(runs(name, "serial"), runs(name, "fork"))

@@ -142,24 +142,38 @@ def test_same_seed_same_concentration_draws():
     assert not np.array_equal(a, c)
 
 
-def test_concentration_alone_when_the_labels_have_a_given_step():
-    """A label step given to ``pm.sample`` for the labels alone leaves the concentration to
-    the automatic assignment, which hands it to the exact draw of ``θ | K``; the labels'
-    moves then read ``θ`` (not integrated out). Exact against the enumeration too."""
+def given_label_step():
+    """A model whose labels get ``PartialOrderLabelGibbs`` from the user, for the labels alone
+    (a role set as ``models.clustered_partial_orders`` sets it), and the steps ``pm.sample``
+    assigns around it."""
     model = tiny_model(20, 0.0)
-    set_role(model, model["z"], LabelsRole())  # as models.clustered_partial_orders does
+    set_role(model, model["z"], LabelsRole())
     with model:
         given = pmc.PartialOrderLabelGibbs(
             [model["z"]], n_aux=2, sweeps=1, annealed_split_merge=0, tune_annealed_split_merge=0
         )
         _, selected = pm.sampling.mcmc.assign_step_methods(model, [given])
-        assert [v.name for v in selected[pmc.PartialOrderLabelGibbs]] == ["alpha_log__"]
+    return model, given, selected
+
+
+def test_concentration_alone_when_the_labels_have_a_given_step():
+    """A label step given to ``pm.sample`` for the labels alone leaves the concentration to
+    the automatic assignment, which hands it to the exact draw of ``θ | K``; the labels'
+    moves then read ``θ`` (not integrated out)."""
+    model, given, selected = given_label_step()
+    assert [v.name for v in selected[pmc.PartialOrderLabelGibbs]] == ["alpha_log__"]
+    steps = pm.sampling.mcmc.instantiate_steppers(model, [given], selected)
+    assert any(isinstance(s, pmc.ConcentrationGivenClusters) for s in steps)
+
+
+@pytest.mark.slow  # 37 s; the labels with the concentration are exact in the default run (above)
+def test_concentration_alone_when_the_labels_have_a_given_step_matches_enumeration():
+    model, given, _ = given_label_step()
+    with model:
         idata = pm.sample(
             3000, tune=300, chains=2, cores=1, random_seed=7, step=[given], progressbar=False,
             compute_convergence_checks=False,
         )  # fmt: skip
-    steps = pm.sampling.mcmc.instantiate_steppers(model, [given], selected)
-    assert any(isinstance(s, pmc.ConcentrationGivenClusters) for s in steps)
     co, k_dist, mean = exact_clustered_total_orders_random_concentration(
         LISTS, N_ITEMS, P_NOISE, SHAPE, RATE, 0.0, 20
     )

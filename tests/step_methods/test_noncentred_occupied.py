@@ -183,6 +183,7 @@ def test_list_sums_count_each_order_of_a_slot_once(monkeypatch):
     assert 0 < len(calls) <= 3  # the second visit of each value counts nothing
 
 
+@pytest.mark.slow  # 38 s (three builds of the steps); the differences are compared (default run)
 def test_same_seed_same_draws_and_full_path_agrees():
     """Same ``random_seed``, same draws; the occupied and the full evaluations give the same
     chain up to rounding (here: the same draws to 1e-9)."""

@@ -190,6 +190,7 @@ def test_coordinate_check_has_power(monkeypatch, mutant):
     assert np.abs(change_z_scores(states, before, after)).max() > 4.5
 
 
+@pytest.mark.slow  # 29 s; the move is exact from exact joint draws in the default run (above)
 def test_with_merge_split_only_matches_enumeration():
     """The move with merge--split proposals as the only other label move (no sweep), a
     Pitman--Yor discount: the chain's co-clustering and number of clusters match enumeration."""
