@@ -70,6 +70,7 @@ def test_labels_and_concentration_match_enumeration(n_slots, discount, seed):
     assert mismatches(z, co2, k2) or alpha_mismatch(alpha, mean2) is not None
 
 
+@pytest.mark.slow  # 30 s; every label move with the concentration stays in the default run
 def test_merge_split_alone_with_the_concentration_matches_enumeration():
     """Only the merge--split moves change the labels (their EPPF ratios read ``G(K+1)/G(K)``);
     4 slots, so that splits are sometimes refused and the truncation enters ``G``."""

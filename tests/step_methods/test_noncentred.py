@@ -154,6 +154,7 @@ def exact_tau_posterior():
     return grid, density  # tau ~ Uniform(0, 1)
 
 
+@pytest.mark.slow  # 55 s; the move of tau targets its exact conditional in test_noncentred_occupied
 def test_clustered_tau_posterior_is_exact():
     model = pmc.models.clustered_partial_orders(
         TAU_LISTS,
@@ -173,7 +174,7 @@ def test_clustered_tau_posterior_is_exact():
     assert check_quantiles(draws, grid, np.ones_like(grid))  # power: the prior is rejected
 
 
-@pytest.mark.slow  # 45-80 s; rho and tau against quadrature stay in the default run (above)
+@pytest.mark.slow  # 45-80 s; rho against quadrature stays in the default run (above)
 def test_prior_is_kept_when_lists_carry_no_information():
     """With noise p = 1 the likelihood is constant: rho ~ Beta(2, 2), tau ~ Uniform(0, 1)."""
     rng = np.random.default_rng(4)
