@@ -3,8 +3,9 @@
 Statistical comparisons use the Monte Carlo standard errors of both chains (ArviZ ``mcse``, which
 accounts for autocorrelation): two estimates of the same posterior quantity pass when ``|a - b| <=
 4.5 * sqrt(mcse_a² + mcse_b²)``; against exact probabilities ``|a - exact| <= 4.5 SE``, the MCSE
-bounded below by the independent-draws error (``mc_checks.z_scores``: the MCSE of a rarely visited
-state can be estimated as zero). With ~50 comparisons per test a correct sampler fails by chance
+bounded below by ``sqrt(q (1 - q) / n_eff)`` at the exact ``q`` (``mc_checks.standard_errors``,
+one indicator at a time: ``n_eff`` its own ESS, all draws for a rarely visited state, whose
+MCSE can be estimated as zero). With ~50 comparisons per test a correct sampler fails by chance
 with probability < 1e-3; the seeds are fixed.
 """
 

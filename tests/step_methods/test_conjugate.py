@@ -3,11 +3,12 @@
 Exactness: for each conjugate pair, ``pm.sample`` (steps assigned automatically) is compared with
 the exact posterior of a 6-observation model obtained by enumerating all set partitions with the
 slot parameters integrated out by the closed forms of tests/oracles.py (or 1-D quadrature over a
-non-conjugate per-slot scale). A co-clustering or cluster-count indicator passes when ``|mean -
-exact| < 4.5 SE``, the MCSE bounded below by the independent-draws error (``mc_checks.z_scores``;
-see test_crp_gibbs.py for the reasoning). The slot parameters' posterior given observed labels is
-checked with a Kolmogorov--Smirnov test against the closed form (the draws are independent then),
-and the same draws must fail against a closed form with a wrong prior parameter.
+non-conjugate per-slot scale). A co-clustering or cluster-count indicator passes when
+``|mean - exact| < 4.5 SE``, the MCSE bounded below by ``sqrt(q (1 - q) / n_eff)``
+(``mc_checks.standard_errors``; see test_crp_gibbs.py for the reasoning). The slot parameters'
+posterior given observed labels is checked with a Kolmogorov--Smirnov test against the closed
+form (the draws are independent then), and the same draws must fail against a closed form with
+a wrong prior parameter.
 """
 
 from __future__ import annotations

@@ -10,9 +10,10 @@ a per-cluster scale) in tests/oracles.py. A quantity ``q`` (a co-clustering indi
     |mean of q over draws - exact| < 4.5 * SE(q),
 
 with SE the MCSE from ``arviz.mcse`` on the ``(chain, draw)`` array (it accounts for the
-autocorrelation of the chain), bounded below by the independent-draws error
-``sqrt(q (1 - q) / n)`` at the exact probability (an event rarely or never visited can have an
-estimated MCSE near zero; ``mc_checks.z_scores``). At 4.5 standard errors a correct sampler
+autocorrelation of the chain), bounded below by ``sqrt(q (1 - q) / n_eff)`` at the exact
+probability ``q`` (``mc_checks.standard_errors``: an event rarely visited, whose own MCSE and ESS
+are poorly estimated, takes for ``n_eff`` the smallest ESS of the well-visited quantities of
+the same run). At 4.5 standard errors a correct sampler
 fails a single comparison with probability < 1e-5, so the ~20 comparisons per model fail
 together with probability < 2e-4. No fixed slack is added: a bias of 0.01 would hide under it.
 The seeds are fixed, so the outcome is deterministic.
@@ -254,8 +255,8 @@ def summary_draws(idata):
 
 def discrepancy(draws, exact, indicators=True):
     """``|estimate - exact| / (4.5 SE)`` per quantity (< 1 passes), the standard errors of
-    ``mc_checks.z_scores`` (bounded below by the independent-draws error for ``indicators``;
-    ArviZ's MCSE alone for averaged probabilities and parameters)."""
+    ``mc_checks.z_scores`` (bounded below for ``indicators``; ArviZ's MCSE alone for averaged
+    probabilities and parameters)."""
     return np.abs(z_scores(draws, exact, indicators)) / 4.5, draws.mean(axis=(0, 1))
 
 

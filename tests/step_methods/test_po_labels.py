@@ -55,8 +55,9 @@ def sample_tiny(
 
 def mismatches(z, co, k_dist, k=4.5):
     """Quantities whose posterior mean is further than ``k`` standard errors from the oracle
-    (``mc_checks.z_scores``: ArviZ's batch MCSE bounded below by the independent-draws error
-    at the oracle's value; no fixed floor, as a floor of 0.01 is the size of a bias once found
+    (``mc_checks.z_scores``, one quantity at a time: ArviZ's batch MCSE bounded below by
+    ``sqrt(q (1 - q) / n_eff)`` at the oracle's ``q``, ``n_eff`` the quantity's ESS, or all
+    draws for a rare event; no fixed floor, as a floor of 0.01 is the size of a bias once found
     in the label rounds, 0.012 on a co-clustering)."""
     bad = []
     n_lists = z.shape[-1]

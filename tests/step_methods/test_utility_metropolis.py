@@ -79,7 +79,8 @@ def k1_idata():
 
 def within_mc_error(indicator, exact, k=4.5):
     """Whether the mean is within ``k`` standard errors of ``exact`` (``mc_checks.z_scores``:
-    ArviZ's MCSE bounded below by the independent-draws error at the exact value)."""
+    ArviZ's MCSE bounded below by ``sqrt(q (1 - q) / n_eff)`` at the exact ``q``: ``n_eff`` the
+    indicator's ESS, or all draws for a rare event)."""
     return abs(z_scores(indicator, exact)) < k, (indicator.mean(), exact)
 
 
