@@ -51,7 +51,7 @@ def alpha_mismatch(alpha, mean, k=4.5):
 
 @pytest.mark.parametrize(
     ("n_slots", "discount", "seed"),
-    [  # untruncated Dirichlet process (slow: 29 s; 20 slots stay in the default run below);
+    [  # untruncated Dirichlet process (slow: 29 s; the truncated case stays in the default run);
         pytest.param(20, 0.0, 3, marks=pytest.mark.slow),
         (3, 0.3, 5),  # truncated Pitman-Yor
     ],
@@ -70,7 +70,6 @@ def test_labels_and_concentration_match_enumeration(n_slots, discount, seed):
     assert mismatches(z, co2, k2) or alpha_mismatch(alpha, mean2) is not None
 
 
-@pytest.mark.slow  # 30 s; every label move with the concentration stays in the default run
 def test_merge_split_alone_with_the_concentration_matches_enumeration():
     """Only the merge--split moves change the labels (their EPPF ratios read ``G(K+1)/G(K)``);
     4 slots, so that splits are sometimes refused and the truncation enters ``G``."""
