@@ -21,8 +21,10 @@ def quantile_failures(
     draws, grid, density, k=4.0, probs=(0.1, 0.25, 0.5, 0.75, 0.9), check_mean=False
 ):
     """The checks that the draws fail: ``P(x <= q)`` at the exact quantiles ``q`` of
-    ``density`` (on the uniform ``grid``) off by more than ``k`` Monte Carlo SEs + 0.005, and
-    with ``check_mean`` the mean off by more than ``k`` SEs. An empty list: the draws pass."""
+    ``density`` (on the uniform ``grid``) off by more than ``k`` standard errors of
+    :func:`standard_errors` (the indicator's MCSE, at least ``sqrt(q (1 - q) / ESS)``; no
+    fixed slack), and with ``check_mean`` the mean off by more than ``k`` MCSEs. ``draws`` is
+    ``(chain, draw)``. An empty list: the draws pass."""
     draws = np.asarray(draws, dtype=float)
     cdf = cumulative_integral(density)
     failures = []
@@ -34,9 +36,9 @@ def quantile_failures(
             failures.append(("mean", round(draws.mean(), 4), round(exact_mean, 4), mcse))
     for prob in probs:
         below = (draws <= np.interp(prob, cdf, grid)).astype(float)
-        mcse = float(np.ravel(az.mcse(below))[0])
-        if abs(below.mean() - prob) > k * mcse + 0.005:
-            failures.append((prob, round(below.mean(), 4), round(mcse, 4)))
+        error = float(standard_errors(below, prob))
+        if abs(below.mean() - prob) > k * error:
+            failures.append((prob, round(below.mean(), 4), round(error, 4)))
     return failures
 
 
