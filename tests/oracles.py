@@ -812,3 +812,69 @@ def two_cluster_weight_log_density(eta: float, ll_a, ll_b, d: float) -> float:
             term *= w * math.exp(ll_a[i]) if bits[i] else w_b * math.exp(ll_b[i])
         total += term
     return -d * (math.log(w) + math.log(w_b)) + math.log(total)
+
+
+def plackett_luce_order_probs(worths) -> tuple[list, np.ndarray]:
+    """Every order of ``len(worths)`` items (best first) and its Plackett--Luce probability
+    ``∏_j w_{π_j} / Σ_{k >= j} w_{π_k}``; ``worths`` may carry leading axes (the probabilities
+    then have them too, the orders on the last axis)."""
+    worths = np.asarray(worths, dtype=float)
+    orders = list(itertools.permutations(range(worths.shape[-1])))
+    probs = []
+    for order in orders:
+        prob = np.ones(worths.shape[:-1])
+        for j in range(len(order) - 1):
+            prob = prob * worths[..., order[j]] / worths[..., list(order[j:])].sum(axis=-1)
+        probs.append(prob)
+    return orders, np.stack(probs, axis=-1)
+
+
+def exact_single_order_covariate_posterior(
+    lists, covariates, noise_prior=(1.0, 9.0), n_beta: int = 100, beta_limit: float = 10.0
+):
+    """Posterior of ``partial_order(lists, M, n_dims=1, covariates=x)`` with one covariate.
+
+    Model: ``U_j ~ N(0, 1)`` independently, ``β ~ N(0, 1)``, ``η_j = G⁻¹(Φ(U_j)) + x_j β``
+    with ``G`` the standard Gumbel CDF, ``p ~ Beta(a, b)``, each list a top-down
+    queue-jumping linear extension of the total order of ``η`` (largest first). The
+    ``G⁻¹(Φ(U_j))`` are independent standard Gumbel variables, so given ``β`` the order of
+    ``η`` is Plackett--Luce with worths ``exp(x_j β)`` (the ranks of Gumbel-perturbed
+    log-worths; Yellott 1977). ``β`` is integrated by Gauss--Legendre quadrature with
+    ``n_beta`` nodes on each side of 0 (to ``±beta_limit``; the split makes ``P(β > 0)``
+    exact too), ``p`` by Gauss--Jacobi quadrature with enough nodes to integrate the lists'
+    likelihood, a polynomial in ``p``, times ``p`` exactly.
+
+    Returns ``{"orders": [...], "order_probs": array, "beta_mean": float,
+    "beta_positive": float, "p_mean": float}``.
+    """
+    from scipy import special
+
+    x = np.asarray(covariates, dtype=float).reshape(-1)
+    a, b = noise_prior
+    degree = sum(len(y) - 1 for y in lists) + 1
+    nodes, weights = special.roots_jacobi(degree // 2 + 2, b - 1.0, a - 1.0)
+    noise = (nodes + 1.0) / 2.0
+    noise_weights = weights / weights.sum()  # the Beta(a, b) prior on the nodes
+    legendre, legendre_weights = np.polynomial.legendre.leggauss(n_beta)
+    half = beta_limit * (legendre + 1.0) / 2.0
+    beta = np.concatenate([-half, half])
+    beta_weights = (
+        np.concatenate([legendre_weights, legendre_weights])
+        * beta_limit
+        / 2.0
+        * np.exp(-0.5 * beta**2)
+    )
+    orders, order_given_beta = plackett_luce_order_probs(np.exp(beta[:, None] * x[None, :]))
+    lik = np.ones((len(orders), noise.size))  # lik[order, node]
+    for y in lists:
+        lik *= np.array([[total_order_list_lik(order, y, p) for p in noise] for order in orders])
+    # joint[beta node, order, noise node]
+    joint = beta_weights[:, None, None] * order_given_beta[:, :, None] * lik * noise_weights
+    joint /= joint.sum()
+    return {
+        "orders": orders,
+        "order_probs": joint.sum(axis=(0, 2)),
+        "beta_mean": float(np.sum(joint.sum(axis=(1, 2)) * beta)),
+        "beta_positive": float(joint[beta > 0].sum()),
+        "p_mean": float(np.sum(joint.sum(axis=(0, 1)) * noise)),
+    }
