@@ -39,6 +39,7 @@ from pymc_crp.step_methods import (
     ConcentrationGivenClusters,
     ConcentrationMetropolis,
     ConjugateCRPGibbs,
+    CovariateShiftMetropolis,
     CRPGibbs,
     DirichletWeightsGibbs,
     HyperparameterMetropolis,
@@ -64,6 +65,7 @@ for _step in (
     UtilityMeanGibbs,
     HyperparameterMetropolis,
     NonCentredHyperparameterMetropolis,
+    CovariateShiftMetropolis,
 ):
     if _step not in pm.STEP_METHODS:
         pm.STEP_METHODS.append(_step)
@@ -133,6 +135,7 @@ __all__ = [
     "models",
     "posets",
     "CRPGibbs",
+    "CovariateShiftMetropolis",
     "ConjugateCRPGibbs",
     "ConcentrationGibbs",
     "ConcentrationGivenClusters",

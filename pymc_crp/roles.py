@@ -32,6 +32,7 @@ from pymc_crp.core.normal_mixture_math import as_kernel_array as _arr
 __all__ = [
     "NONCENTRED_KINDS",
     "ROLE_TYPES",
+    "CovariateRole",
     "HyperparameterRole",
     "LabelsRole",
     "MixtureRoles",
@@ -145,11 +146,12 @@ def get_role(var, model: Model | None = None) -> Role | None:
     """The role record of ``var`` recorded by :func:`set_role`, or ``None``.
 
     The type of the record is the role: :class:`HyperparameterRole`, :class:`LabelsRole`,
-    :class:`UtilityMeanRole` or :class:`MixtureRoles`. A role's step method assumes the model
-    its builder made, so once the builder has sealed the model (:func:`seal_roles`), the role
-    lapses (``None``) when a term was removed, a value variable or transform changed, or a
-    term added since (a ``pm.Potential``, another observed variable, ...) reads ``var`` or a
-    variable named in its record; the generic steps then take the variables.
+    :class:`UtilityMeanRole`, :class:`MixtureRoles` or :class:`CovariateRole`. A role's step
+    method assumes the model its builder made, so once the builder has sealed the model
+    (:func:`seal_roles`), the role lapses (``None``) when a term was removed, a value variable
+    or transform changed, or a term added since (a ``pm.Potential``, another observed
+    variable, ...) reads ``var`` or a variable named in its record; the generic steps then
+    take the variables.
     """
     model = find_model(var) if model is None else model
     if model is None:
@@ -198,6 +200,8 @@ def _record_variables(role) -> list:
         return list(role.moved)
     if isinstance(role, UtilityMeanRole):
         return [v for v in (role.slots, role.tau, role.rho, role.labels) if hasattr(v, "owner")]
+    if isinstance(role, CovariateRole):
+        return [v for v in (role.utilities, role.labels) if hasattr(v, "owner")]
     return []
 
 
@@ -251,6 +255,20 @@ class UtilityMeanRole:
     rho: object
     labels: object = None
     orders_only: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class CovariateRole:
+    """The item-covariate effects ``β`` of a partial-order model, whose lists read the orders
+    of ``η = G⁻¹(Φ(U)) + xβ`` (:class:`~pymc_crp.CovariateShiftMetropolis`).
+
+    ``utilities`` is ``U`` (``(M, K)``, or ``(L, M, K)`` slots), ``covariates`` the constant
+    ``x`` ``(M, C)``, ``labels`` the cluster labels (``None``: every slot is read).
+    """
+
+    utilities: object
+    covariates: np.ndarray
+    labels: object = None
 
 
 def noncentred_role(var, model: Model | None = None) -> HyperparameterRole | None:
@@ -371,8 +389,8 @@ def mixture_roles(var, model: Model | None = None) -> tuple[Model | None, Mixtur
     return model, role
 
 
-Role = HyperparameterRole | LabelsRole | UtilityMeanRole | MixtureRoles
+Role = HyperparameterRole | LabelsRole | UtilityMeanRole | MixtureRoles | CovariateRole
 """A role record: the type says which step method a variable gets."""
 
-ROLE_TYPES = (HyperparameterRole, LabelsRole, UtilityMeanRole, MixtureRoles)
+ROLE_TYPES = (HyperparameterRole, LabelsRole, UtilityMeanRole, MixtureRoles, CovariateRole)
 """The types of role record :func:`set_role` accepts."""

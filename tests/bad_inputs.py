@@ -83,6 +83,11 @@ def hpo_model():
     return pmc.models.clustered_partial_orders(LISTS, 4, max_clusters=3)
 
 
+def covariate_model():
+    """A tiny single-order model with one item covariate (``beta``)."""
+    return pmc.models.partial_order(LISTS, 4, n_dims=1, covariates=np.arange(4.0)[:, None])
+
+
 def lists_in_model(utilities_shape=(4, 2), **kwargs):
     """``PartialOrderLists`` on normal utilities of the given shape."""
     with pm.Model():

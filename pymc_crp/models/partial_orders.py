@@ -25,6 +25,7 @@ from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormal, g
 from pymc_crp.distributions.partial_order_lists import PartialOrderLists
 from pymc_crp.distributions.partitions import CRP, DirichletMultinomialPartition
 from pymc_crp.roles import (
+    CovariateRole,
     HyperparameterRole,
     LabelsRole,
     UtilityMeanRole,
@@ -168,11 +169,13 @@ def _hyperpriors(model, n_dims, noise, rho_prior):
     return rho, p
 
 
-def _order_utilities(utilities, covariates):
-    """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates."""
+def _order_utilities(utilities, covariates, labels=None):
+    """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates (``β``
+    recorded for :class:`~pymc_crp.CovariateShiftMetropolis`)."""
     if covariates is None:
         return utilities
     beta = pm.Normal("beta", 0.0, 1.0, shape=covariates.shape[1])
+    set_role(pm.modelcontext(None), beta, CovariateRole(utilities, covariates, labels))
     shift = pt.as_tensor(covariates) @ beta
     return gumbel_utilities(utilities) + shift[:, None]
 
@@ -371,6 +374,8 @@ def clustered_partial_orders(
             mean_utilities,
             UtilityMeanRole(utilities, tau, rho, labels, orders_only=covariates is None),
         )
-        _observe_lists(encoded, _order_utilities(utilities, covariates), labels, p, direction)
+        _observe_lists(
+            encoded, _order_utilities(utilities, covariates, labels), labels, p, direction
+        )
     seal_roles(model)
     return model

@@ -3,6 +3,7 @@
 from pymc_crp.step_methods.collapsed import ConjugateCRPGibbs
 from pymc_crp.step_methods.concentration import ConcentrationGibbs, ConcentrationMetropolis
 from pymc_crp.step_methods.concentration_given_clusters import ConcentrationGivenClusters
+from pymc_crp.step_methods.covariate_shift import CovariateShiftMetropolis
 from pymc_crp.step_methods.crp_gibbs import CRPGibbs
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.noncentred import NonCentredHyperparameterMetropolis
@@ -25,6 +26,7 @@ __all__ = [
     "NORMAL_MIXTURE_STEPS",
     "CRPGibbs",
     "ConjugateCRPGibbs",
+    "CovariateShiftMetropolis",
     "DirichletWeightsGibbs",
     "LatentNormalGibbs",
     "MixtureCRPGibbs",

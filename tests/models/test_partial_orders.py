@@ -220,8 +220,10 @@ def test_covariates_and_dirichlet_multinomial_build_and_sample():
     assert idata.posterior["beta"].shape == (1, 20, 1)
 
 
-def test_item_covariates_match_the_plackett_luce_posterior():
-    """``partial_order(n_dims=1, covariates=x)`` with its default steps against
+@pytest.mark.parametrize("moves", ["default", "shift only"])
+def test_item_covariates_match_the_plackett_luce_posterior(moves):
+    """``partial_order(n_dims=1, covariates=x)`` with its default steps (and with
+    ``CovariateShiftMetropolis`` making only its order-keeping moves of ``β``) against
     ``oracles.exact_single_order_covariate_posterior``: ``η = G⁻¹(Φ(U)) + xβ`` is ordered as
     a Plackett--Luce ranking with worths ``exp(xβ)`` given ``β``, integrated over ``β`` and
     ``p`` by quadrature. Checked: the probability of each order of ``η`` (read from the
@@ -232,11 +234,15 @@ def test_item_covariates_match_the_plackett_luce_posterior():
     exact = exact_single_order_covariate_posterior(lists, x)
     model = pmc.models.partial_order(lists, 3, n_dims=1, covariates=x)
     with model:
+        step = None
+        if moves == "shift only":  # beta moves only with U, along the orders (U's step moves them)
+            step = [pmc.CovariateShiftMetropolis([model["beta"]], centred=0)]
         idata = pm.sample(
             1500,
             tune=500,
             chains=2,
             cores=1,
+            step=step,
             random_seed=11,
             progressbar=False,
             compute_convergence_checks=False,

@@ -257,7 +257,7 @@ def test_bad_arguments():
 
 
 def test_steps_without_temperature_upstream_of_the_lists_are_refused():
-    """CRPGibbs on the labels (the default of a custom model) and, with covariates, PyMC's
+    """CRPGibbs on the labels (the default of a custom model) and, with covariates, the
     sampler of the covariate effects ``beta`` cannot be tempered."""
     model = tiny_model()
     with model, pytest.raises(ValueError, match="CRPGibbs assigned to z"):

@@ -13,6 +13,7 @@ from bad_inputs import (
     NAN,
     case_id,
     check_raises,
+    covariate_model,
     hpo_model,
     step_on,
 )
@@ -131,6 +132,34 @@ CASES = [
         "n_aux",
     ),
     (step_on, dict(step_cls=pmc.PartialOrderLabelGibbs, var="z"), ValueError, "PartialOrderLists"),
+    (
+        step_on,
+        dict(step_cls=pmc.CovariateShiftMetropolis, var="p", model_fn=hpo_model),
+        ValueError,
+        "vars: p is not the covariate effects",
+    ),
+    (
+        step_on,
+        dict(
+            step_cls=pmc.CovariateShiftMetropolis,
+            var="beta",
+            model_fn=covariate_model,
+            scale=float("nan"),
+        ),
+        ValueError,
+        "scale",
+    ),
+    (
+        step_on,
+        dict(
+            step_cls=pmc.CovariateShiftMetropolis,
+            var="beta",
+            model_fn=covariate_model,
+            shift_moves=1.5,
+        ),  # fmt: skip
+        TypeError,
+        "shift_moves",
+    ),
     (
         step_on,
         dict(step_cls=pmc.NonCentredHyperparameterMetropolis, var="p", model_fn=hpo_model),

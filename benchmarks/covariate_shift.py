@@ -1,0 +1,118 @@
+"""Effective samples per second of the item-covariate effects ``beta``: the order-keeping moves
+of ``CovariateShiftMetropolis`` (the default) against PyMC's ``Metropolis`` on ``beta`` (the
+step ``pm.sample`` assigned before).
+
+Data: lists simulated from the models' own generative story with item covariates (one
+covariate ``x ~ N(0, 1)`` per item, ``beta = 0.8``), queue-jumping noise ``p = 0.1``:
+
+- ``single``: ``partial_order(n_dims=2, covariates=x)``, 40 lists of 4--6 of 8 items;
+- ``clustered``: ``clustered_partial_orders(n_dims=2, covariates=x)``, 60 lists of 4--6 of 8
+  items from 2 planted utility matrices.
+
+Both samplers run with ``pm.sample`` defaults for every other variable, the same data and
+seeds. Prints, per data set and sampler: sampling seconds, R-hat and bulk ESS of ``beta`` and
+of ``p``, and the ratio of ESS per second of ``beta`` (default / PyMC's Metropolis).
+
+    python benchmarks/covariate_shift.py [--draws 1000] [--tune 1000] [--chains 4] [--cores 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import arviz as az  # noqa: E402
+import numpy as np  # noqa: E402
+import pymc as pm  # noqa: E402
+from scipy import special  # noqa: E402
+
+import pymc_crp as pmc  # noqa: E402
+from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
+
+N_ITEMS, BETA, NOISE = 8, 0.8, 0.1
+
+
+def simulate(n_lists, n_orders, rng):
+    """Lists over random subsets of 4--6 items, from ``n_orders`` utility matrices
+    ``U ~ N(0, I)`` ordered by ``eta = G⁻¹(Φ(U)) + x beta``; returns ``(lists, x)``."""
+    x = rng.normal(size=(N_ITEMS, 1))
+    orders = []
+    for _ in range(n_orders):
+        u = rng.normal(size=(N_ITEMS, 2))
+        eta = -np.log(-special.log_ndtr(u)) + x * BETA
+        orders.append(partial_order_from_utilities(eta))
+    lists = []
+    for i in range(n_lists):
+        items = rng.choice(N_ITEMS, size=int(rng.integers(4, 7)), replace=False)
+        lists.append(sample_list(orders[i % n_orders], items, NOISE, rng).tolist())
+    return lists, x
+
+
+def run(model, sampler, args):
+    with model:
+        step = [pm.Metropolis([model["beta"]])] if sampler == "metropolis" else None
+        start = time.perf_counter()
+        idata = pm.sample(
+            args.draws,
+            tune=args.tune,
+            chains=args.chains,
+            cores=args.cores,
+            step=step,
+            random_seed=args.seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        seconds = time.perf_counter() - start
+    post = idata.posterior
+    out = {"seconds": seconds}
+    for name in ("beta", "p"):
+        values = post[name].values.reshape(post.sizes["chain"], post.sizes["draw"], -1)[..., 0]
+        out[name] = (float(az.rhat(values)), float(az.ess(values)))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    rng = np.random.default_rng(0)
+    single_lists, single_x = simulate(40, 1, rng)
+    clustered_lists, clustered_x = simulate(60, 2, rng)
+    data = {
+        "single": lambda: pmc.models.partial_order(
+            single_lists, N_ITEMS, n_dims=2, covariates=single_x
+        ),
+        "clustered": lambda: pmc.models.clustered_partial_orders(
+            clustered_lists, N_ITEMS, n_dims=2, covariates=clustered_x
+        ),
+    }
+    print(
+        f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), cores={args.cores}, "
+        f"seed {args.seed}"
+    )
+    print(f"{'data':<10} {'sampler':<11} {'seconds':>8} {'R-hat beta':>10} {'ESS beta':>9} "
+          f"{'R-hat p':>8} {'ESS p':>7}")  # fmt: skip
+    for name, build in data.items():
+        results = {}
+        for sampler in ("metropolis", "default"):
+            results[sampler] = r = run(build(), sampler, args)
+            print(f"{name:<10} {sampler:<11} {r['seconds']:8.1f} {r['beta'][0]:10.3f} "
+                  f"{r['beta'][1]:9.0f} {r['p'][0]:8.3f} {r['p'][1]:7.0f}")  # fmt: skip
+        per_second = {s: r["beta"][1] / r["seconds"] for s, r in results.items()}
+        print(
+            f"{name:<10} ESS/s of beta, default / PyMC's Metropolis: "
+            f"{per_second['default'] / per_second['metropolis']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
