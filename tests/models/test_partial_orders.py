@@ -220,7 +220,9 @@ def test_covariates_and_dirichlet_multinomial_build_and_sample():
     assert idata.posterior["beta"].shape == (1, 20, 1)
 
 
-@pytest.mark.parametrize("moves", ["default", "shift only"])
+@pytest.mark.parametrize(  # shift only: slow (15 s); the default steps make the shift moves too
+    "moves", ["default", pytest.param("shift only", marks=pytest.mark.slow)]
+)
 def test_item_covariates_match_the_plackett_luce_posterior(moves):
     """``partial_order(n_dims=1, covariates=x)`` with its default steps (and with
     ``CovariateShiftMetropolis`` making only its order-keeping moves of ``β``) against

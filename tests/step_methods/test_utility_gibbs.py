@@ -112,7 +112,8 @@ def test_equicorrelated_conditional_matches_dense_algebra():
     "moves",
     [
         {"coordinate_items": -1},
-        {"cell_hops": 1},  # with the default cell_sweeps=1: one swap of neighbours per move
+        # with the default cell_sweeps=1: one swap of neighbours per move (opt-in; slow, 10 s)
+        pytest.param({"cell_hops": 1}, marks=pytest.mark.slow),
     ],
 )
 def test_coordinate_gibbs_order_posterior_is_exact(moves):
