@@ -9,9 +9,10 @@ covariate ``x ~ N(0, 1)`` per item, ``beta = 0.8``), queue-jumping noise ``p = 0
 - ``clustered``: ``clustered_partial_orders(n_dims=2, covariates=x)``, 60 lists of 4--6 of 8
   items from 2 planted utility matrices.
 
-Both samplers run with ``pm.sample`` defaults for every other variable, the same data and
+Every sampler runs with ``pm.sample`` defaults for every other variable, the same data and
 seeds. Prints, per data set and sampler: sampling seconds, R-hat and bulk ESS of ``beta`` and
-of ``p``, and the ratio of ESS per second of ``beta`` (default / PyMC's Metropolis).
+of ``p``, and the ratio of ESS per second of ``beta`` (default / PyMC's Metropolis; on the
+clustered data also default / the shift moves with ``U0`` held, ``mean_follows=False``).
 
     python benchmarks/covariate_shift.py [--draws 1000] [--tune 1000] [--chains 4] [--cores 2]
 """
@@ -34,6 +35,10 @@ import pymc_crp as pmc  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
 
 N_ITEMS, BETA, NOISE = 8, 0.8, 0.1
+SAMPLERS = ("metropolis", "U0 held", "default")
+"""Samplers of ``beta`` on the clustered data: PyMC's ``Metropolis``, the shift moves with
+``U0`` and the empty slots held (``mean_follows=False``, the default before they followed), the
+default."""
 
 
 def simulate(n_lists, n_orders, rng):
@@ -54,7 +59,10 @@ def simulate(n_lists, n_orders, rng):
 
 def run(model, sampler, args):
     with model:
-        step = [pm.Metropolis([model["beta"]])] if sampler == "metropolis" else None
+        step = {
+            "metropolis": [pm.Metropolis([model["beta"]])],
+            "U0 held": [pmc.CovariateShiftMetropolis([model["beta"]], mean_follows=False)],
+        }.get(sampler)
         start = time.perf_counter()
         idata = pm.sample(
             args.draws,
@@ -103,15 +111,18 @@ def main():
           f"{'R-hat p':>8} {'ESS p':>7}")  # fmt: skip
     for name, build in data.items():
         results = {}
-        for sampler in ("metropolis", "default"):
+        samplers = ("metropolis", "default") if name == "single" else SAMPLERS
+        for sampler in samplers:
             results[sampler] = r = run(build(), sampler, args)
             print(f"{name:<10} {sampler:<11} {r['seconds']:8.1f} {r['beta'][0]:10.3f} "
                   f"{r['beta'][1]:9.0f} {r['p'][0]:8.3f} {r['p'][1]:7.0f}")  # fmt: skip
         per_second = {s: r["beta"][1] / r["seconds"] for s, r in results.items()}
-        print(
-            f"{name:<10} ESS/s of beta, default / PyMC's Metropolis: "
-            f"{per_second['default'] / per_second['metropolis']:.2f}"
-        )
+        for other, label in (("metropolis", "PyMC's Metropolis"), ("U0 held", "U0 held")):
+            if other in per_second:
+                print(
+                    f"{name:<10} ESS/s of beta, default / {label}: "
+                    f"{per_second['default'] / per_second[other]:.2f}"
+                )
 
 
 if __name__ == "__main__":

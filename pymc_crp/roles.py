@@ -263,12 +263,16 @@ class CovariateRole:
     of ``η = G⁻¹(Φ(U)) + xβ`` (:class:`~pymc_crp.CovariateShiftMetropolis`).
 
     ``utilities`` is ``U`` (``(M, K)``, or ``(L, M, K)`` slots), ``covariates`` the constant
-    ``x`` ``(M, C)``, ``labels`` the cluster labels (``None``: every slot is read).
+    ``x`` ``(M, C)``, ``labels`` the cluster labels (``None``: every slot is read); in the
+    clustered model ``mean_utilities`` is ``U0`` and ``shrinkage`` ``τ``
+    (``U ~ N(τ U0, (1 - τ²) Σ)``), which the shift moves follow.
     """
 
     utilities: object
     covariates: np.ndarray
     labels: object = None
+    mean_utilities: object = None
+    shrinkage: object = None
 
 
 def noncentred_role(var, model: Model | None = None) -> HyperparameterRole | None:

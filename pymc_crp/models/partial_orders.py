@@ -169,13 +169,14 @@ def _hyperpriors(model, n_dims, noise, rho_prior):
     return rho, p
 
 
-def _order_utilities(utilities, covariates, labels=None):
+def _order_utilities(utilities, covariates, labels=None, mean_utilities=None, tau=None):
     """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates (``β``
     recorded for :class:`~pymc_crp.CovariateShiftMetropolis`)."""
     if covariates is None:
         return utilities
     beta = pm.Normal("beta", 0.0, 1.0, shape=covariates.shape[1])
-    set_role(pm.modelcontext(None), beta, CovariateRole(utilities, covariates, labels))
+    role = CovariateRole(utilities, covariates, labels, mean_utilities, tau)
+    set_role(pm.modelcontext(None), beta, role)
     shift = pt.as_tensor(covariates) @ beta
     return gumbel_utilities(utilities) + shift[:, None]
 
@@ -375,7 +376,11 @@ def clustered_partial_orders(
             UtilityMeanRole(utilities, tau, rho, labels, orders_only=covariates is None),
         )
         _observe_lists(
-            encoded, _order_utilities(utilities, covariates, labels), labels, p, direction
+            encoded,
+            _order_utilities(utilities, covariates, labels, mean_utilities, tau),
+            labels,
+            p,
+            direction,
         )
     seal_roles(model)
     return model

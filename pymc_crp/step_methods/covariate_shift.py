@@ -7,7 +7,8 @@ assigned before this step existed) mixes slowly. :class:`CovariateShiftMetropoli
 step, ``centred`` random-walk moves of ``β`` (``U`` held) and ``shift_moves`` moves of ``β``
 by ``δ`` with the read slots' utilities mapped by ``u' = g⁻¹(g(u) - x_j δ)``
 (:func:`~pymc_crp.core.gumbel_shift.shift_gumbel_scores`), which keeps every ``η`` and so every
-order. Each is a Metropolis--Hastings move on ``(β, U)`` whose ratio is the model density of
+order (in the clustered model ``U0`` and the empty slots follow the read slots' mean move).
+Each is a Metropolis--Hastings move on ``(β, U)`` whose ratio is the model density of
 ``β``, ``U`` and the lists (times the map's Jacobian for the shift), so both are exact;
 ``docs/mathematics.md`` (item covariates) has the derivation. :func:`pymc.sample` assigns the
 step to the ``beta`` of models built with ``covariates``.
@@ -61,14 +62,21 @@ class CovariateShiftMetropolis(BlockedStep):
         Random-walk moves of ``β`` per step (``U`` held: the orders change).
     shift_moves : int, default 2
         Moves of ``β`` with the read slots' utilities mapped so that no order changes.
+    mean_follows : bool, default True
+        In the clustered model, move ``U0`` and the empty slots with the read slots in the
+        shift moves (see Notes); ``False`` holds them.
     tune : bool, default True
 
     Notes
     -----
     Sample stats ``covariate_accepted`` and ``covariate_shift_accepted`` (the share of each
     kind of move accepted in the step), ``covariate_scale`` and ``covariate_shift_scale``.
-    In the clustered model the slots the labels name are mapped and the others held (no list
-    reads them), so the ratio does not carry the empty slots' prior.
+    In the clustered model (``U^(a) ~ N(τ U0, (1 - τ²) Σ)``) the slots the labels name
+    (``n`` of them) are mapped; with ``mean_follows`` ``U0`` moves by ``c m``, ``m`` the mean
+    over the read slots of ``u' - u`` and ``c = nτ / (1 - τ² + nτ²)`` (the shift of ``U0`` that
+    best keeps the slots' deviations ``U^(a) - τ U0`` when they all move by the same ``m``),
+    and the empty slots by ``τ c m`` (their deviations kept). The map stays a bijection undone by
+    ``-δ`` with the read slots' Jacobian (the rest is a translation by a function of them).
     """
 
     name = "covariate_shift_metropolis"
@@ -89,6 +97,7 @@ class CovariateShiftMetropolis(BlockedStep):
         shift_scale: float = 0.5,
         centred: int = 1,
         shift_moves: int = 2,
+        mean_follows: bool = True,
         tune: bool = True,
         model=None,
         rng=None,
@@ -127,10 +136,19 @@ class CovariateShiftMetropolis(BlockedStep):
         utility_value = model.rvs_to_values[role.utilities]
         self._beta_name, self._utility_name = value_var.name, utility_value.name
         self._labels_name = None if role.labels is None else model.rvs_to_values[role.labels].name
-        # the density of beta, the utilities and every term that reads either (the lists)
+        moved = [value_var, utility_value]
+        self._mean_name = self._shrinkage = None
+        if mean_follows and role.mean_utilities is not None:
+            mean_value = model.rvs_to_values[role.mean_utilities]
+            self._mean_name = mean_value.name
+            moved.append(mean_value)
+            (tau,) = model.replace_rvs_by_values([role.shrinkage])
+            self._shrinkage = compile_point_function(model, pt.cast(tau, "float64"))
+        self.mean_follows = bool(mean_follows)
+        # the density of beta, the utilities (and U0) and every term that reads them (the lists)
         logps = term_logps(model)
         terms = dict.fromkeys(
-            dependent_terms(model, value_var, logps) + dependent_terms(model, utility_value, logps)
+            term for value in moved for term in dependent_terms(model, value, logps)
         )
         density = pt.sum([pt.sum(logps[term]) for term in terms])
         self._density = compile_point_function(model, density, compile_kwargs)
@@ -151,7 +169,8 @@ class CovariateShiftMetropolis(BlockedStep):
                 point, current, accepted = trial, proposed, accepted + 1
         shifted = 0
         for _ in range(self.shift_moves):
-            trial, log_det = self._shift(point)
+            delta = self.shift_scale * self.rng.normal(size=point[self._beta_name].shape)
+            trial, log_det = self._shift(point, delta)
             proposed = self._log_density(trial) if np.isfinite(log_det) else -np.inf
             if accept(proposed - current + log_det, self.rng):
                 point, current, shifted = trial, proposed, shifted + 1
@@ -170,19 +189,31 @@ class CovariateShiftMetropolis(BlockedStep):
         }
         return point, [stats]
 
-    def _shift(self, point) -> tuple[dict, float]:
-        """The proposal ``(β + δ, U')`` with the read slots mapped, and the map's log
-        Jacobian."""
+    def _shift(self, point, delta: np.ndarray) -> tuple[dict, float]:
+        """The proposal ``(β + δ, U')`` with the read slots mapped (and ``U0`` and the empty
+        slots following), and the map's log Jacobian; ``-δ`` maps it back."""
         beta = point[self._beta_name]
-        delta = self.shift_scale * self.rng.normal(size=beta.shape)
         utilities = np.array(point[self._utility_name], dtype=np.float64, copy=True)
         shift = (self._x @ delta)[:, None]  # (M, 1) against the (M, K) utilities of a slot
         if self._labels_name is None:
             utilities, log_det = shift_gumbel_scores(utilities, shift)
-        else:
-            read = np.unique(np.asarray(point[self._labels_name]))
-            utilities[read], log_det = shift_gumbel_scores(utilities[read], shift)
-        return {**point, self._beta_name: beta + delta, self._utility_name: utilities}, log_det
+            return {**point, self._beta_name: beta + delta, self._utility_name: utilities}, log_det
+        read = np.unique(np.asarray(point[self._labels_name]))
+        moved, log_det = shift_gumbel_scores(utilities[read], shift)
+        trial = {**point, self._beta_name: beta + delta}
+        if self._mean_name is not None and np.isfinite(log_det):
+            tau, n_read = float(self._shrinkage(point)), len(read)
+            mean_step = (
+                n_read
+                * tau
+                / (1.0 - tau**2 + n_read * tau**2)
+                * np.mean(moved - utilities[read], axis=0)
+            )
+            utilities += tau * mean_step  # the empty slots keep their deviations
+            trial[self._mean_name] = point[self._mean_name] + mean_step
+        utilities[read] = moved
+        trial[self._utility_name] = utilities
+        return trial, log_det
 
     def reset_tuning(self):
         self._tuner.reset()

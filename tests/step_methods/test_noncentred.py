@@ -177,8 +177,9 @@ def test_clustered_tau_posterior_is_exact():
 @pytest.mark.slow  # 45-80 s; rho against quadrature stays in the default run (above)
 def test_prior_is_kept_when_lists_carry_no_information():
     """With noise p = 1 the likelihood is constant: rho ~ Beta(2, 2), tau ~ Uniform(0, 1),
-    and the covariate effect beta ~ N(0, 1) (moved with the occupied slots' utilities by
-    ``CovariateShiftMetropolis``)."""
+    the covariate effect beta ~ N(0, 1) (moved with the occupied slots' utilities, ``U0`` and
+    the empty slots by ``CovariateShiftMetropolis``), and every utility coordinate of ``U0`` and
+    of a slot ~ N(0, 1)."""
     rng = np.random.default_rng(4)
     lists = [rng.permutation(4)[: 2 + i % 3].tolist() for i in range(8)]
     model = pmc.models.clustered_partial_orders(
@@ -196,8 +197,13 @@ def test_prior_is_kept_when_lists_carry_no_information():
         draws = idata.posterior[name].values
         assert not check_quantiles(draws, grid, density), name
     beta_grid = np.linspace(-7.0, 7.0, 20_001)
-    beta = idata.posterior["beta"].values[..., 0]
-    assert not check_quantiles(beta, beta_grid, stats.norm.pdf(beta_grid))
+    normal = stats.norm.pdf(beta_grid)
+    for name, draws in (
+        ("beta", idata.posterior["beta"].values[..., 0]),
+        ("U0", idata.posterior["U0"].values[..., 0, 0]),
+        ("U", idata.posterior["U"].values[..., 0, 1, 2]),
+    ):
+        assert not check_quantiles(draws, beta_grid, normal), name
     # power: a slightly different Beta is rejected
     assert check_quantiles(idata.posterior["rho"].values, grid, stats.beta.pdf(grid, 2, 2.6))
 
