@@ -6,6 +6,7 @@ import pymc as pm
 import pytest
 from mc_checks import quantile_failures, z_scores
 from oracles import (
+    exact_clustered_covariate_posterior,
     exact_single_order_covariate_posterior,
     exact_two_item_clustered_hyperposterior,
 )
@@ -265,6 +266,58 @@ def test_item_covariates_match_the_plackett_luce_posterior(moves):
     swapped = exact_single_order_covariate_posterior(lists, x[[1, 0, 2]])
     assert np.max(np.abs(z_scores(orders.astype(float), swapped["order_probs"]))) > 4.5
     flipped = exact_single_order_covariate_posterior(lists, -x)
+    assert abs(z_scores(means[..., :1], [flipped["beta_mean"]], indicators=False)[0]) > 4.5
+
+
+@pytest.mark.slow  # about 60 s; the single-order model's exact check is in the default run
+def test_clustered_item_covariates_match_the_exact_posterior():
+    """``clustered_partial_orders(n_dims=1, covariates=x, concentration=1)`` with its default
+    steps (``CovariateShiftMetropolis`` moving ``β`` with the occupied slots, ``U0`` and the
+    empty slots) against ``oracles.exact_clustered_covariate_posterior`` (partitions and
+    orders enumerated, ``p`` by quadrature, ``U0``, ``τ`` and ``β`` by randomised
+    quasi-Monte Carlo): ``P(K = k)``, the co-clusterings, ``E[β]``, ``P(β > 0)``, ``E[τ]``,
+    ``E[p]`` and the order of list 0's cluster; the oracle with the covariate's sign flipped is
+    rejected on ``E[β]`` (power)."""
+    lists = [[0, 1, 2], [0, 1, 2], [2, 1, 0], [1, 2]]
+    x = np.array([[1.0], [0.0], [-1.0]])
+    exact = exact_clustered_covariate_posterior(lists, x)
+    assert exact["replicate_error"] < 1e-3
+    model = pmc.models.clustered_partial_orders(
+        lists, 3, n_dims=1, covariates=x, concentration=1.0, max_clusters=4
+    )
+    with model:
+        idata = pm.sample(
+            2000, tune=1000, chains=4, cores=2, random_seed=3, progressbar=False,
+            compute_convergence_checks=False,
+        )  # fmt: skip
+    post = idata.posterior
+    labels = post["cluster"].values
+    n_clusters = np.array([[len(np.unique(row)) for row in chain] for chain in labels])
+    pairs = list(zip(*np.triu_indices(4, 1), strict=True))
+    beta = post["beta"].values[..., 0]
+    home = np.take_along_axis(post["U"].values[..., 0], labels[..., :1, None], axis=2)[:, :, 0]
+    eta = -np.log(-special.log_ndtr(home)) + beta[..., None] * x[:, 0]
+    ranked = np.argsort(-eta, axis=-1)
+    indicators = np.stack(
+        [n_clusters == k for k in range(1, 5)]
+        + [labels[..., i] == labels[..., j] for i, j in pairs]
+        + [beta > 0]
+        + [np.all(ranked == order, axis=-1) for order in exact["orders"]],
+        axis=-1,
+    ).astype(float)
+    expected = (
+        [exact["n_clusters_probs"][k] for k in range(1, 5)]
+        + [exact["co_clustering"][i, j] for i, j in pairs]
+        + [exact["beta_positive"]]
+        + list(exact["first_list_order_probs"])
+    )
+    z_indicators = z_scores(indicators, expected)
+    means = np.stack([beta, post["tau"].values, post["p"].values], axis=-1)
+    expected_means = [exact["beta_mean"], exact["tau_mean"], exact["p_mean"]]
+    z_means = z_scores(means, expected_means, indicators=False)
+    assert np.all(np.abs(z_indicators) < 4.5), z_indicators
+    assert np.all(np.abs(z_means) < 4.5), z_means
+    flipped = exact_clustered_covariate_posterior(lists, -x)
     assert abs(z_scores(means[..., :1], [flipped["beta_mean"]], indicators=False)[0]) > 4.5
 
 
