@@ -14,7 +14,14 @@ seeds. Prints, per data set and sampler: sampling seconds, R-hat and bulk ESS of
 of ``p``, and the ratio of ESS per second of ``beta`` (default / PyMC's Metropolis; on the
 clustered data also default / the shift moves with ``U0`` held, ``mean_follows=False``).
 
-    python benchmarks/covariate_shift.py [--draws 1000] [--tune 1000] [--chains 4] [--cores 2]
+``--part cycles`` instead compares, on the clustered data, the ``U0`` step's default with item
+covariates (ten list-free cycles, each with cell draws of the occupied slots in their Gumbel
+scores) against one cycle (``UtilityMeanGibbs(cycles=1)``, the default before), printing
+R-hat, bulk ESS and the ratio of ESS per second of ``beta``, ``tau``, ``rho``, ``p`` and the
+number of clusters.
+
+    python benchmarks/covariate_shift.py [--part beta|cycles] [--draws 1000] [--tune 1000]
+        [--chains 4] [--cores 2] [--seed 1]
 """
 
 from __future__ import annotations
@@ -60,9 +67,10 @@ def simulate(n_lists, n_orders, rng):
 def run(model, sampler, args):
     with model:
         step = {
-            "metropolis": [pm.Metropolis([model["beta"]])],
-            "U0 held": [pmc.CovariateShiftMetropolis([model["beta"]], mean_follows=False)],
-        }.get(sampler)
+            "metropolis": lambda: [pm.Metropolis([model["beta"]])],
+            "U0 held": lambda: [pmc.CovariateShiftMetropolis([model["beta"]], mean_follows=False)],
+            "one cycle": lambda: [pmc.UtilityMeanGibbs([model["U0"]], cycles=1)],
+        }.get(sampler, lambda: None)()
         start = time.perf_counter()
         idata = pm.sample(
             args.draws,
@@ -77,10 +85,32 @@ def run(model, sampler, args):
         seconds = time.perf_counter() - start
     post = idata.posterior
     out = {"seconds": seconds}
-    for name in ("beta", "p"):
-        values = post[name].values.reshape(post.sizes["chain"], post.sizes["draw"], -1)[..., 0]
-        out[name] = (float(az.rhat(values)), float(az.ess(values)))
+    for name in ("beta", "p", "tau", "rho"):
+        if name in post:
+            values = post[name].values.reshape(post.sizes["chain"], post.sizes["draw"], -1)
+            out[name] = (float(az.rhat(values[..., 0])), float(az.ess(values[..., 0])))
+    if "cluster" in post:
+        labels = post["cluster"].values
+        n_clusters = np.array([[len(np.unique(row)) for row in chain] for chain in labels])
+        n_clusters = n_clusters.astype(float)
+        out["K"] = (float(az.rhat(n_clusters)), float(az.ess(n_clusters)))
     return out
+
+
+def compare_cycles(build, args):
+    """The ``U0`` step's cycles with item covariates against one cycle (``--part cycles``)."""
+    names = ("beta", "tau", "rho", "p", "K")
+    print(f"{'sampler':<10} {'seconds':>8} " + " ".join(f"{n + ' R-hat/ESS':>16}" for n in names))
+    results = {}
+    for sampler in ("one cycle", "default"):
+        results[sampler] = r = run(build(), sampler, args)
+        cells = " ".join(f"{r[n][0]:9.3f}/{r[n][1]:6.0f}" for n in names)
+        print(f"{sampler:<10} {r['seconds']:8.1f} {cells}")
+    new, old = results["default"], results["one cycle"]
+    ratios = " ".join(
+        f"{n} {(new[n][1] / new['seconds']) / (old[n][1] / old['seconds']):.2f}" for n in names
+    )
+    print(f"ESS/s, default / one cycle: {ratios}")
 
 
 def main():
@@ -90,6 +120,7 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--part", choices=("beta", "cycles"), default="beta")
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
     rng = np.random.default_rng(0)
@@ -107,6 +138,9 @@ def main():
         f"{args.chains} chains x ({args.tune} tune + {args.draws} draws), cores={args.cores}, "
         f"seed {args.seed}"
     )
+    if args.part == "cycles":
+        compare_cycles(data["clustered"], args)
+        return
     print(f"{'data':<10} {'sampler':<11} {'seconds':>8} {'R-hat beta':>10} {'ESS beta':>9} "
           f"{'R-hat p':>8} {'ESS p':>7}")  # fmt: skip
     for name, build in data.items():

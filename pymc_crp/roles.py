@@ -247,7 +247,9 @@ class UtilityMeanRole:
     (variables or constants; ``rho`` is ``0.0`` for ``K = 1``), ``labels`` the cluster labels
     (``None``: every slot is occupied). ``orders_only``: the lists read the slots' utilities
     only through their dominance orders (no item covariates), so moves that keep every order
-    keep every list likelihood.
+    keep every list likelihood. ``score_shift``: with item covariates, the graph of ``xβ``
+    (``(M,)``); the lists read the dominance orders of ``G⁻¹(Φ(U)) + xβ``, so moves that keep
+    those orders keep every list likelihood.
     """
 
     slots: object
@@ -255,6 +257,7 @@ class UtilityMeanRole:
     rho: object
     labels: object = None
     orders_only: bool = False
+    score_shift: object = None
 
 
 @dataclass(frozen=True, eq=False)

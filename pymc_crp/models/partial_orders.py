@@ -170,15 +170,16 @@ def _hyperpriors(model, n_dims, noise, rho_prior):
 
 
 def _order_utilities(utilities, covariates, labels=None, mean_utilities=None, tau=None):
-    """``η = U`` (same dominance order) or ``G⁻¹(Φ(U)) + xβ`` with item covariates (``β``
-    recorded for :class:`~pymc_crp.CovariateShiftMetropolis`)."""
+    """``(η, shift)``: ``η = U`` (same dominance order) and ``shift = None``, or with item
+    covariates ``η = G⁻¹(Φ(U)) + xβ`` and ``shift = xβ`` (``β`` recorded for
+    :class:`~pymc_crp.CovariateShiftMetropolis`)."""
     if covariates is None:
-        return utilities
+        return utilities, None
     beta = pm.Normal("beta", 0.0, 1.0, shape=covariates.shape[1])
     role = CovariateRole(utilities, covariates, labels, mean_utilities, tau)
     set_role(pm.modelcontext(None), beta, role)
     shift = pt.as_tensor(covariates) @ beta
-    return gumbel_utilities(utilities) + shift[:, None]
+    return gumbel_utilities(utilities) + shift[:, None], shift
 
 
 def partial_order(
@@ -222,7 +223,8 @@ def partial_order(
         )
         if n_dims > 1:
             set_role(model, rho, HyperparameterRole("correlation", (utilities,)))
-        _observe_lists(encoded, _order_utilities(utilities, covariates), None, p, direction)
+        order_utilities, _ = _order_utilities(utilities, covariates)
+        _observe_lists(encoded, order_utilities, None, p, direction)
     seal_roles(model)  # terms added later that read these variables void their roles
     return model
 
@@ -369,18 +371,14 @@ def clustered_partial_orders(
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"
             )
+        order_utilities, score_shift = _order_utilities(
+            utilities, covariates, labels, mean_utilities, tau
+        )
         # U0 and the empty slots' utilities are drawn as one block (UtilityMeanGibbs).
-        set_role(
-            model,
-            mean_utilities,
-            UtilityMeanRole(utilities, tau, rho, labels, orders_only=covariates is None),
+        role = UtilityMeanRole(
+            utilities, tau, rho, labels, orders_only=covariates is None, score_shift=score_shift
         )
-        _observe_lists(
-            encoded,
-            _order_utilities(utilities, covariates, labels, mean_utilities, tau),
-            labels,
-            p,
-            direction,
-        )
+        set_role(model, mean_utilities, role)
+        _observe_lists(encoded, order_utilities, labels, p, direction)
     seal_roles(model)
     return model

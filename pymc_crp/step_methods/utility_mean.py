@@ -28,7 +28,10 @@ r"""``U0`` of the hierarchical partial-order model, with ``τ`` and ``ρ`` moved
    at the walls where its order would change and passes the others
    (:func:`~pymc_crp.core.reflective_hmc.cone_trajectory`), all for the slot prior
    ``N(τU0, (1-τ^2)Σ_ρ)`` restricted to the current orders; then 1–3 again, ``cycles`` times
-   in all.
+   in all. With item covariates the lists read the orders of ``g(U) + xβ``
+   (``g = G⁻¹∘Φ``), which shifts, scalings and trajectories of ``U`` do not keep: there the
+   order-keeping moves are the cell draws in those scores
+   (:func:`~pymc_crp.core.gumbel_cells.gumbel_cell_draws`) alone.
 
 Together this is a Metropolis-within-Gibbs update of the block ``(τ, ρ, U0, U_E)`` (and, with
 the cycles, of the occupied slots within their orders): the Metropolis moves target the
@@ -65,6 +68,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_crp.core import reflective_hmc
 from pymc_crp.core.column_moves import column_moves, column_swaps
+from pymc_crp.core.gumbel_cells import gumbel_cell_draws
 from pymc_crp.core.utility_gibbs import cell_draws
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
@@ -96,7 +100,9 @@ class UtilityMeanGibbs(BlockedStep):
         Cycles per step of the collapsed moves, the draw of ``U0`` and the order-keeping
         moves of the occupied slots (module docstring); one cycle is the draw of ``U0`` alone
         (no order-keeping moves). More than 1 needs lists that read the slots only through
-        their orders (the builder records it: no item covariates), else a ``ValueError``.
+        orders (the builder records it), else a ``ValueError``; with item covariates the
+        order-keeping moves are cell draws in the Gumbel scores ``g(U) + xβ`` only
+        (:func:`~pymc_crp.core.gumbel_cells.gumbel_cell_draws`).
         Default (``None``): ten where the model allows them, else one. On 1,000 simulated
         rankings five cycles about double the ESS of ``τ`` against one, and ten give 1.3–1.7
         times the ESS per second of five (``benchmarks/README.md``).
@@ -107,7 +113,8 @@ class UtilityMeanGibbs(BlockedStep):
         columns (with one or two every wall changes the order, so a trajectory cannot change
         the rank patterns) and at most 32 items (the walls a trajectory meets grow about
         quadratically with the items: over 100 items they took two thirds of an iteration),
-        else 0. More than 0 needs the cycles' order-keeping moves, else a ``ValueError``.
+        else 0. More than 0 needs the cycles' order-keeping moves and no item covariates,
+        else a ``ValueError``.
     model, rng, initial_point, compile_kwargs, blocked
         As for PyMC's step methods.
     """
@@ -167,27 +174,37 @@ class UtilityMeanGibbs(BlockedStep):
         if labels is not None and slots_value in model.value_vars:
             self._slots_name = slots_value.name
             self._labels_name = model.rvs_to_values[labels].name
-        can_cycle = role.orders_only and self._slots_name is not None
+        # With item covariates the lists read the orders of g(U) + xβ: only cell draws keep them.
+        self._score_shift = None
+        if role.score_shift is not None:
+            (shift,) = model.replace_rvs_by_values([role.score_shift])
+            self._score_shift = compile_point_function(
+                model, pt.cast(shift, "float64"), compile_kwargs
+            )
+        can_cycle = (role.orders_only or role.score_shift is not None) and (
+            self._slots_name is not None
+        )
         if cycles is None:
             cycles = _CYCLES if can_cycle else 1
         if cycles > 1 and not can_cycle:
             raise ValueError(
                 f"cycles > 1 needs lists that read {role.slots.name}'s utilities only through "
-                "their orders and recorded labels (a clustered model built without covariates)"
+                "orders and recorded labels (a model built by clustered_partial_orders)"
             )
         self.cycles = int(cycles)
         self._keep_orders = can_cycle and self.cycles > 1
         if cone_trajectories is None:  # where a trajectory can change the rank patterns
             cone_trajectories = 0
-            if self._keep_orders:
+            if self._keep_orders and self._score_shift is None:
                 start = initial_point if initial_point is not None else model.initial_point()
                 n_items, n_dims = np.shape(start[self._slots_name])[-2:]
                 if n_dims >= 3 and n_items <= TRAJECTORY_MOST_ITEMS:
                     cone_trajectories = _CONE_TRAJECTORIES
-        if cone_trajectories and not self._keep_orders:
+        if cone_trajectories and (not self._keep_orders or self._score_shift is not None):
             raise ValueError(
-                "cone_trajectories > 0 needs the order-keeping moves of cycles > 1 (lists that "
-                f"read {role.slots.name}'s utilities only through their orders)"
+                "cone_trajectories > 0 needs the order-keeping moves of cycles > 1 and lists "
+                f"that read the orders of {role.slots.name}'s utilities themselves (no item "
+                "covariates)"
             )
         self.cone_trajectories = int(cone_trajectories)
         # Free tau / rho: (value name, fn(point) -> (tau, rho, prior log-density of the moved
@@ -243,6 +260,7 @@ class UtilityMeanGibbs(BlockedStep):
             occupied[:] = False
             occupied[np.asarray(point[self._labels_name], dtype=np.int64)] = True
         tau, rho = float(tau), float(rho)
+        shift = None if self._score_shift is None else np.asarray(self._score_shift(point))
         accepts = []
         for _ in range(self.cycles):
             if self._hyper:
@@ -250,7 +268,9 @@ class UtilityMeanGibbs(BlockedStep):
                 accepts.append(accept)
             new = self._draw_mean(slots[occupied], tau, rho)
             if self._keep_orders:
-                slots[occupied] = self._order_keeping_moves(slots[occupied], tau * new, tau, rho)
+                slots[occupied] = self._order_keeping_moves(
+                    slots[occupied], tau * new, tau, rho, shift
+                )
         point[self._name] = new
         if self._keep_orders:
             point[self._slots_name] = slots
@@ -270,15 +290,20 @@ class UtilityMeanGibbs(BlockedStep):
         mean = c * tau / s2 * occupied_slots.sum(axis=0)
         return mean + math.sqrt(c) * self._equicorrelated(mean.shape, rho)
 
-    def _order_keeping_moves(self, block, mean, tau, rho):
+    def _order_keeping_moves(self, block, mean, tau, rho, shift=None):
         """Cell draws, column moves, a column swap and ``cone_trajectories`` order-keeping
         trajectories of every slot of ``block`` ``(n, M, K)`` for the prior
-        ``N(mean, (1-τ²)Σ_ρ)`` of each row (module docstring, step 3)."""
+        ``N(mean, (1-τ²)Σ_ρ)`` of each row (module docstring, step 3); with item covariates
+        (``shift = xβ``) cell draws in the Gumbel scores only."""
         n_slots, n_items, n_dims = block.shape
         block = np.ascontiguousarray(block)
         means = np.ascontiguousarray(np.broadcast_to(mean, block.shape))
         rows = (n_slots, n_items)
         rhos, scales = np.full(rows, rho), np.full(rows, math.sqrt(1.0 - tau**2))
+        if shift is not None:
+            uniforms = self.rng.random((n_dims, 2, *rows))
+            gumbel_cell_draws(block, means, rhos, scales, shift, uniforms)
+            return block
         cell_draws(block, means, rhos, scales, self.rng.random((n_dims, 2, *rows)))
         normals = self.rng.standard_normal((n_dims, 2, n_slots))
         column_moves(block, means, rhos, scales, normals, self.rng.random((n_dims, n_slots)))

@@ -9,7 +9,7 @@ when the lists carry no information (their prior).
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import stats
+from scipy import special, stats
 
 import pymc_crp as pmc
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
@@ -87,8 +87,8 @@ def test_collapsed_moves_validated():
 
 
 def test_cycles_default_and_validation():
-    """Ten cycles by default where the lists read the slots through their orders only; one
-    (the draw of U0 alone) with item covariates, where more are an error."""
+    """Ten cycles by default where the lists read the slots through orders, with item
+    covariates too (cell draws in the Gumbel scores)."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, max_clusters=3)
     assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 10
@@ -101,9 +101,32 @@ def test_cycles_default_and_validation():
     model = pmc.models.clustered_partial_orders(
         lists, 3, n_dims=2, max_clusters=3, covariates=covariates
     )
-    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 1
-    with pytest.raises(ValueError, match="cycles > 1 needs"):
-        pmc.UtilityMeanGibbs([model["U0"]], model=model, cycles=2)
+    assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cycles == 10
+
+
+def test_cycles_keep_every_score_order_with_item_covariates():
+    """With item covariates the cycles move the occupied slots' utilities and keep the
+    dominance orders of their Gumbel scores ``g(U) + xβ`` (the orders of ``U`` may change)."""
+    rng = np.random.default_rng(1)
+    lists = [rng.permutation(5).tolist() for _ in range(12)]
+    x = rng.normal(size=(5, 1))
+    model = pmc.models.clustered_partial_orders(
+        lists, 5, n_dims=2, noise=0.05, max_clusters=6, covariates=x
+    )
+    with model:
+        step = pmc.UtilityMeanGibbs([model["U0"]], rng=np.random.default_rng(2))
+        point = model.initial_point(random_seed=3)
+    point["beta"] = np.array([2.0])
+    occupied = np.unique(point["cluster"])
+
+    def orders(u):
+        eta = -np.log(-special.log_ndtr(u)) + (x @ point["beta"])[:, None]
+        return np.all(eta[:, :, None, :] > eta[:, None, :, :], axis=-1)
+
+    new, _ = step.step(point)
+    before, after = point["U"][occupied], new["U"][occupied]
+    assert np.array_equal(orders(before), orders(after))
+    assert not np.allclose(before, after)
 
 
 def test_cycles_keep_every_order_and_move_tau():
@@ -160,6 +183,8 @@ def test_cone_trajectories_default_and_validation():
         lists, 3, n_dims=3, max_clusters=3, covariates=np.eye(3)[:, :1]
     )
     assert pmc.UtilityMeanGibbs([model["U0"]], model=model).cone_trajectories == 0
+    with pytest.raises(ValueError, match="no item covariates"):
+        pmc.UtilityMeanGibbs([model["U0"]], model=model, cone_trajectories=1)
 
 
 @pytest.mark.parametrize("cone", [0, 1])
