@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from pymc_crp.core.normal_cdf import log_ndtr, ndtri, truncated_normal_draw
-from pymc_crp.core.utility_gibbs import conditional_kernel, contiguous_rows
+from pymc_crp.core.utility_gibbs import conditional_kernel, contiguous_rows, untied_order
 
 __all__ = ["gumbel_cell_draws", "gumbel_score", "inverse_gumbel_score"]
 
@@ -57,21 +57,10 @@ def inverse_gumbel_score(v: float) -> float:  # pragma: no cover - compiled
 
 def gumbel_cell_draws(utilities, mean, rho, scale, shift, uniforms) -> int:
     """One scan of draws within the cells of the scores ``η = g(U) + shift`` (module
-    docstring), in place; returns the number of draws accepted.
-
-    Parameters
-    ----------
-    utilities : float64 (S, M, K)
-        The slots' utilities, updated in place.
-    mean : float64 (S, M, K)
-        Prior means of the rows.
-    rho, scale : float64 (S, M)
-        Prior correlation and scale of each row: ``row ~ N(mean, scale² Σ_ρ)``.
-    shift : float64 (M,)
-        The covariate effects ``x_j β`` added to every column's scores.
-    uniforms : float64 (K, 2, S, M)
-        The uniforms of the draws (those of items not drawn are unused).
-    """
+    docstring), in place; returns the number of draws accepted. ``utilities`` ``(S, M, K)``,
+    ``mean``, ``rho``, ``scale`` and ``uniforms`` as for
+    :func:`~pymc_crp.core.utility_gibbs.cell_draws`; ``shift`` ``(M,)`` the covariate effects
+    ``x_j β`` added to every column's scores."""
     n_slots, n_items, _ = utilities.shape
     if n_slots == 0 or n_items == 0:
         return 0
@@ -102,13 +91,8 @@ def gumbel_cell_draws_kernel(utilities, mean, rho, scale, shift, uniforms):
         for s in range(n_slots):
             for j in range(n_items):
                 scores[j] = gumbel_score(utilities[s, j, k]) + shift[j]
-            order = np.argsort(scores, kind="mergesort")
-            tied = False
-            for r in range(1, n_items):
-                if scores[order[r]] == scores[order[r - 1]]:
-                    tied = True
-                    break
-            if tied:
+            order, untied = untied_order(scores)
+            if not untied:
                 continue
             for parity in range(2):
                 for r in range(parity, n_items, 2):

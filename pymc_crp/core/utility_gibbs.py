@@ -219,6 +219,17 @@ def contiguous_rows(utilities, mean, rho, scale):
 
 
 @njit(cache=True, nogil=True)
+def untied_order(values):  # pragma: no cover - compiled
+    """``(order, untied)``: the stable ``argsort`` of ``values`` and whether no two of them
+    tie (a tied column has no interval that keeps its order)."""
+    order = np.argsort(values, kind="mergesort")
+    for r in range(1, values.shape[0]):
+        if values[order[r]] == values[order[r - 1]]:
+            return order, False
+    return order, True
+
+
+@njit(cache=True, nogil=True)
 def cell_draws_kernel(utilities, mean, rho, scale, uniforms):  # pragma: no cover - compiled
     """:func:`cell_draws` on contiguous float64 arrays (``utilities`` in place). Within one
     pass (a column and a parity) the items drawn are never each other's neighbours and their
@@ -231,13 +242,8 @@ def cell_draws_kernel(utilities, mean, rho, scale, uniforms):  # pragma: no cove
         for s in range(n_slots):
             for j in range(n_items):
                 column[j] = utilities[s, j, k]
-            order = np.argsort(column, kind="mergesort")
-            tied = False
-            for r in range(1, n_items):
-                if column[order[r]] == column[order[r - 1]]:
-                    tied = True
-                    break
-            if tied:
+            order, untied = untied_order(column)
+            if not untied:
                 continue
             for parity in range(2):
                 for r in range(parity, n_items, 2):
