@@ -18,10 +18,13 @@ clustered data also default / the shift moves with ``U0`` held, ``mean_follows=F
 covariates (ten list-free cycles, each with cell draws of the occupied slots in their Gumbel
 scores) against one cycle (``UtilityMeanGibbs(cycles=1)``, the default before), printing
 R-hat, bulk ESS and the ratio of ESS per second of ``beta``, ``tau``, ``rho``, ``p`` and the
-number of clusters.
+number of clusters. ``--part labels`` compares, the same way, the default label step with item
+covariates (``PartialOrderLabelGibbs`` on the labels and the concentration, ``max_clusters``
+at its default) against ``CRPGibbs`` with ``ConcentrationGibbs`` and ``max_clusters=10`` (the
+default before).
 
-    python benchmarks/covariate_shift.py [--part beta|cycles] [--draws 1000] [--tune 1000]
-        [--chains 4] [--cores 2] [--seed 1]
+    python benchmarks/covariate_shift.py [--part beta|cycles|labels] [--draws 1000]
+        [--tune 1000] [--chains 4] [--cores 2] [--seed 1]
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ def run(model, sampler, args):
             "metropolis": lambda: [pm.Metropolis([model["beta"]])],
             "U0 held": lambda: [pmc.CovariateShiftMetropolis([model["beta"]], mean_follows=False)],
             "one cycle": lambda: [pmc.UtilityMeanGibbs([model["U0"]], cycles=1)],
+            "CRPGibbs": lambda: [
+                pmc.CRPGibbs([model["cluster"]]),
+                pmc.ConcentrationGibbs([model["alpha"]]),
+            ],
         }.get(sampler, lambda: None)()
         start = time.perf_counter()
         idata = pm.sample(
@@ -97,20 +104,22 @@ def run(model, sampler, args):
     return out
 
 
-def compare_cycles(build, args):
-    """The ``U0`` step's cycles with item covariates against one cycle (``--part cycles``)."""
+def compare_with_default(build, args, old_sampler, old_kwargs=None):
+    """The default against ``old_sampler`` on the clustered data (``--part cycles``: one cycle
+    of the ``U0`` step; ``--part labels``: ``CRPGibbs`` with 10 slots), built with
+    ``old_kwargs``."""
     names = ("beta", "tau", "rho", "p", "K")
     print(f"{'sampler':<10} {'seconds':>8} " + " ".join(f"{n + ' R-hat/ESS':>16}" for n in names))
     results = {}
-    for sampler in ("one cycle", "default"):
-        results[sampler] = r = run(build(), sampler, args)
+    for sampler, kwargs in ((old_sampler, old_kwargs or {}), ("default", {})):
+        results[sampler] = r = run(build(**kwargs), sampler, args)
         cells = " ".join(f"{r[n][0]:9.3f}/{r[n][1]:6.0f}" for n in names)
         print(f"{sampler:<10} {r['seconds']:8.1f} {cells}")
-    new, old = results["default"], results["one cycle"]
+    new, old = results["default"], results[old_sampler]
     ratios = " ".join(
         f"{n} {(new[n][1] / new['seconds']) / (old[n][1] / old['seconds']):.2f}" for n in names
     )
-    print(f"ESS/s, default / one cycle: {ratios}")
+    print(f"ESS/s, default / {old_sampler}: {ratios}")
 
 
 def main():
@@ -120,7 +129,7 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--part", choices=("beta", "cycles"), default="beta")
+    parser.add_argument("--part", choices=("beta", "cycles", "labels"), default="beta")
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
     rng = np.random.default_rng(0)
@@ -130,8 +139,8 @@ def main():
         "single": lambda: pmc.models.partial_order(
             single_lists, N_ITEMS, n_dims=2, covariates=single_x
         ),
-        "clustered": lambda: pmc.models.clustered_partial_orders(
-            clustered_lists, N_ITEMS, n_dims=2, covariates=clustered_x
+        "clustered": lambda **kwargs: pmc.models.clustered_partial_orders(
+            clustered_lists, N_ITEMS, n_dims=2, covariates=clustered_x, **kwargs
         ),
     }
     print(
@@ -139,7 +148,10 @@ def main():
         f"seed {args.seed}"
     )
     if args.part == "cycles":
-        compare_cycles(data["clustered"], args)
+        compare_with_default(data["clustered"], args, "one cycle")
+        return
+    if args.part == "labels":
+        compare_with_default(data["clustered"], args, "CRPGibbs", {"max_clusters": 10})
         return
     print(f"{'data':<10} {'sampler':<11} {'seconds':>8} {'R-hat beta':>10} {'ESS beta':>9} "
           f"{'R-hat p':>8} {'ESS p':>7}")  # fmt: skip

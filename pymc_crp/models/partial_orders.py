@@ -1,8 +1,8 @@
 r"""Ready-made models: partial orders from ranked lists (single and clustered).
 
 Both builders return an ordinary :class:`pymc.Model`; ``pm.sample()`` on it assigns the
-package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels without
-covariates, ``CRPGibbs`` for the others, ``UtilityMetropolis`` for the utilities,
+package's step methods automatically (``PartialOrderLabelGibbs`` for CRP labels,
+``CRPGibbs`` for Dirichlet--multinomial ones, ``UtilityMetropolis`` for the utilities,
 ``UtilityMeanGibbs`` for ``U0``, ``NonCentredHyperparameterMetropolis`` for ``rho`` and
 ``tau``, ``HyperparameterMetropolis`` for ``p``, ``ConcentrationGibbs`` for a Gamma
 concentration).
@@ -50,7 +50,7 @@ def _beta_pair(value) -> tuple[float, float] | None:
 
 
 def default_max_clusters(n_lists: int) -> int:
-    r"""Default number of slots of :func:`clustered_partial_orders` (CRP without covariates):
+    r"""Default number of slots of :func:`clustered_partial_orders` (CRP labels):
     ``min(n, max(50, 4⌈√n⌉))`` for ``n`` lists (128 for 1,000 lists, 284 for 5,000, 400 for
     10,000). The label step's cost follows the occupied clusters, not the slots, but the
     trace stores every slot's utilities, so the default grows slowly. Measured: with 5,000
@@ -265,7 +265,7 @@ def clustered_partial_orders(
         As in :func:`partial_order`.
     partition : {"crp", "dirichlet-multinomial"}
     max_clusters : int, optional
-        Number of slots ``L``. Default: for the CRP without covariates,
+        Number of slots ``L``. Default: for the CRP,
         :func:`default_max_clusters` (``min(n, max(50, 4⌈√n⌉))`` for ``n`` lists: the label
         step scores only the occupied slots and a few auxiliary draws, so unused slots cost
         next to nothing; a warning and the stat ``slots_full`` say when every slot was taken
@@ -324,9 +324,7 @@ def clustered_partial_orders(
     encoded, covariates = _check_common(lists, n_items, n_dims, covariates, rho_prior, item_names)
     if max_clusters is None:
         n_lists = encoded.shape[0]
-        max_clusters = (
-            default_max_clusters(n_lists) if partition == "crp" and covariates is None else 10
-        )
+        max_clusters = default_max_clusters(n_lists) if partition == "crp" else 10
     max_clusters = int(max_clusters)
     with _lists_model(encoded, n_items, n_dims, item_names, max_clusters) as model:
         rho, p = _hyperpriors(model, n_dims, noise, rho_prior)
@@ -365,8 +363,7 @@ def clustered_partial_orders(
                 max_clusters=max_clusters,
                 dims="list",
             )
-            if covariates is None:  # the lists read U directly: Algorithm 8 label sweeps
-                set_role(model, labels, LabelsRole())
+            set_role(model, labels, LabelsRole())  # Algorithm 8 label sweeps
         else:
             labels = DirichletMultinomialPartition(
                 "cluster", concentration, n_groups=max_clusters, dims="list"

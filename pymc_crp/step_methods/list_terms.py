@@ -19,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
+from pytensor.graph.replace import graph_replace
+from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.elemwise import DimShuffle
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
@@ -100,6 +103,8 @@ class _ListTerm:
             self.eta_fn = compile_point_function(
                 model, pt.cast(utilities, "float64"), compile_kwargs
             )
+        self._eta_graph, self._utility_value = utilities, utility_value
+        self._score_fn = None  # see enable_slot_scores
         self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
         self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
         self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
@@ -122,6 +127,76 @@ class _ListTerm:
         if slot is not None:
             return order_words(eta[slot : slot + 1], self.top_down)
         return order_words(eta, self.top_down, slots=used)
+
+    def enable_slot_scores(self, model, point, rng, compile_kwargs=None) -> None:
+        """Let :meth:`slot_words` give the orders of any stack of slot utilities ``ψ``
+        ``(n, M, K)`` as the lists read them, ``η(ψ)`` (e.g. ``G⁻¹(Φ(ψ)) + xβ`` with item
+        covariates), where the lists do not read the slot utilities directly.
+
+        The lists' utilities are compiled as a function of the ``L`` slots' utilities and of
+        the model's other values, and checked at ``point`` with random slot utilities from
+        ``rng``: the function must equal the model's own graph, and each slot's scores must
+        stay when every other slot's utilities are redrawn (so that ``η`` acts slot by slot
+        and an auxiliary slot's order depends on its own utilities only). A ``ValueError``
+        otherwise.
+        """
+        if self.direct is not None:
+            return
+        slots = self._utility_value.type()
+        scored = graph_replace(pt.cast(self._eta_graph, "float64"), {self._utility_value: slots})
+        inputs = [v for v in explicit_graph_inputs([scored]) if v is not slots]
+        if not set(inputs) <= set(model.value_vars):
+            raise self._not_slot_wise("(it depends on inputs that are not model values)")
+        names = [v.name for v in inputs]
+        fn = pytensor.function(
+            [slots, *inputs], scored, on_unused_input="ignore", **(compile_kwargs or {})
+        )
+        point = dict(point)
+        psi = rng.normal(size=np.shape(point[self.utility_name]))
+        point[self.utility_name] = psi
+        others = [point[name] for name in names]
+        whole = np.asarray(fn(psi, *others))
+        same = whole.shape == psi.shape and np.allclose(whole, self.eta_fn(point), 1e-12, 1e-12)
+        for j in range(psi.shape[0] if same else 0):
+            redrawn = rng.normal(size=psi.shape)
+            redrawn[j] = psi[j]
+            if not np.allclose(np.asarray(fn(redrawn, *others))[j], whole[j], 1e-12, 1e-12):
+                same = False
+                break
+        if not same:
+            raise self._not_slot_wise("(a slot's scores depend on other slots)")
+        self._score_fn, self._score_inputs, self._bound = fn, names, None
+        self._score_buffer = np.zeros(psi.shape)
+
+    def _not_slot_wise(self, why: str) -> ValueError:
+        return ValueError(
+            f"the utilities the lists read must be the slot variable {self.utility_name} or "
+            f"a function of it acting slot by slot (e.g. G^-1(Phi(U)) + x @ beta) {why}"
+        )
+
+    def bind(self, point) -> None:
+        """Hold the values other than the slot utilities (e.g. the covariate effects ``β``) at
+        those of ``point`` for :meth:`slot_words`."""
+        if self._score_fn is not None:
+            self._bound = tuple(point[name] for name in self._score_inputs)
+
+    def slot_words(self, utilities, slots=None) -> np.ndarray:
+        """Bitset orders ``(n, 4, M)`` of the slot utilities ``utilities`` ``(n, M, K)`` as the
+        lists read them: of ``utilities`` themselves when the lists read them directly, of
+        their scores ``η(utilities)`` at the values of :meth:`bind` otherwise (after
+        :meth:`enable_slot_scores`; the scores of ``n ≤ L`` slots are those of a stack of
+        ``L`` whose first ``n`` they are); ``slots`` as in
+        :func:`~pymc_crp.core.lists.order_words`."""
+        if self.direct is None:
+            if self._score_fn is None or self._bound is None:
+                raise RuntimeError("slot_words needs enable_slot_scores and bind first")
+            n = len(utilities)
+            if n == self._score_buffer.shape[0]:
+                utilities = self._score_fn(np.asarray(utilities, dtype=np.float64), *self._bound)
+            else:  # (the compiled graph may fix the number of slots)
+                self._score_buffer[:n] = utilities
+                utilities = self._score_fn(self._score_buffer, *self._bound)[:n]
+        return order_words(utilities, self.top_down, slots=slots)
 
     def moved_words(self, point, slot, old, item, rows):
         """``(new, changed)``: ``new`` ``(1, 4, M)`` is ``words(point, slot)`` when only
@@ -218,3 +293,35 @@ class _TermState:
     noise: float
     logliks: np.ndarray
     words: np.ndarray
+
+
+def slot_variable(model, lists_rv, label_rv, step_name: str):
+    """The free slot utilities ``(L, M, K)`` the lists ``lists_rv`` read, directly or through
+    a function of them and of variables other than the labels ``label_rv`` (e.g. scores with
+    item covariates); a ``ValueError`` naming ``step_name`` otherwise."""
+    utilities = PartialOrderListsParams.from_rv(lists_rv).utilities
+    if utilities in model.free_RVs:
+        found = [utilities]
+    else:
+        above = set(ancestors([utilities]))
+        found = [] if label_rv in above else [rv for rv in model.free_RVs if rv in above]
+        found = [rv for rv in found if rv.ndim == 3]
+    if len(found) != 1 or found[0].ndim != 3:
+        raise ValueError(
+            f"{step_name} needs the lists' utilities to be a free (L, M, K) slot variable, or "
+            "a function of one slot variable and of variables other than the labels"
+        )
+    return found[0]
+
+
+def refuse_for_scores(lists_name: str, **options) -> None:
+    """Refuse the ``options`` (name to count) that are set, for lists ``lists_name`` that read
+    scores of the slot utilities: those moves' exact coordinate draws take the intervals
+    between one column's utilities as an order's cells, which holds for the utilities' own
+    orders only."""
+    for option, value in options.items():
+        if value:
+            raise ValueError(
+                f"{option} needs lists that read the slot utilities directly; {lists_name} "
+                f"reads a function of them (e.g. scores with item covariates): give {option}=0"
+            )

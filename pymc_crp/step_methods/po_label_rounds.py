@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
-from pymc_crp.core.lists import list_likelihood_cache, order_words
+from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.pair_weights import pair_weight_move, pick_pairs
 from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
 
@@ -48,7 +48,7 @@ class LabelRounds:
     def _column(self, utilities, rows, noise) -> np.ndarray:
         """``β log p(Y_i | h(utilities), p)`` for lists ``rows`` (one ``(M, K)`` matrix;
         ``β`` is the likelihood temperature, times the annealing factor while tuning)."""
-        words = order_words(utilities[None], self._term.top_down)
+        words = self._term.slot_words(utilities[None])
         return self._beta * self._term.slot_logliks(words, rows, noise)
 
     def _label_rounds(
@@ -62,7 +62,7 @@ class LabelRounds:
         n_lists, n_slots = labels.shape[0], self.n_slots
         occupied = np.flatnonzero(np.bincount(labels, minlength=n_slots))
         cache = list_likelihood_cache()
-        words = order_words(utilities, self._term.top_down, slots=occupied)
+        words = self._term.slot_words(utilities, slots=occupied)
         ll = np.zeros((n_lists, n_slots))
         rows = np.tile(np.arange(n_lists), occupied.size)
         ll[:, occupied] = (

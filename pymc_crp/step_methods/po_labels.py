@@ -49,7 +49,13 @@ Assigned automatically to the labels of models built by
 (``pm.sample(step=[PartialOrderLabelGibbs([labels])])``) for any CRP label vector whose only
 label-dependent term is a ``PartialOrderLists`` over slot utilities that are a plain random
 variable with the same prior for every slot (a ``ValueError`` otherwise: a prior parameter may
-have a slot axis only if it is a constant equal along it).
+have a slot axis only if it is a constant equal along it), or over scores of them that act slot
+by slot and do not read the labels (as with item covariates, ``G⁻¹(Φ(U)) + xβ``): new
+clusters, auxiliaries and split proposals are then prior draws of the slot utilities whose
+orders are read from their scores (:meth:`~pymc_crp.step_methods.list_terms._ListTerm.slot_words`;
+``docs/mathematics.md``), and the moves whose coordinate draws need the orders of the utilities
+themselves (annealed and informed split--merge, tuning-phase merges, ``marginal_coordinates``,
+noise moves) are off by default and refused.
 """
 
 from __future__ import annotations
@@ -68,7 +74,6 @@ from pymc_crp.core.aux_label_sweep import new_cluster_weights
 from pymc_crp.core.checks import integer_at_least, nonnegative_number, positive_int
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalRV
 from pymc_crp.distributions.partial_order_lists import (
-    PartialOrderListsParams,
     PartialOrderListsRV,
 )
 from pymc_crp.distributions.partitions import CRPParams
@@ -80,7 +85,7 @@ from pymc_crp.step_methods.concentration_given_clusters import (
     labels_and_concentration,
 )
 from pymc_crp.step_methods.crp_gibbs import truncation_warning
-from pymc_crp.step_methods.list_terms import _ListTerm
+from pymc_crp.step_methods.list_terms import _ListTerm, refuse_for_scores, slot_variable
 from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
     check_same_slot_prior,
@@ -410,13 +415,7 @@ class PartialOrderLabelGibbs(
                 f"only label-dependent term, got {[t.name for t in terms]}"
             )
         (lists_rv,) = terms
-        utilities = PartialOrderListsParams.from_rv(lists_rv).utilities
-        utility_rv = utilities if utilities in model.free_RVs else None
-        if utility_rv is None or utility_rv.ndim != 3:
-            raise ValueError(
-                "PartialOrderLabelGibbs needs the lists' utilities to be a free (L, M, K) "
-                "slot variable passed to PartialOrderLists directly"
-            )
+        utility_rv = slot_variable(model, lists_rv, label_rv, "PartialOrderLabelGibbs")
         if model.rvs_to_transforms.get(utility_rv) is not None:
             raise ValueError(f"{utility_rv.name} must be untransformed")
         check_same_slot_prior(utility_rv, "PartialOrderLabelGibbs")
@@ -441,6 +440,10 @@ class PartialOrderLabelGibbs(
         self._label_name = value_var.name
         self._utility_name = utility_value.name
         self._term = _ListTerm(model, lists_rv, utility_value, compile_kwargs)
+        direct = self._term.direct is not None  # or the lists read scores of the slots
+        if not direct:
+            point = model.initial_point(random_seed=0) if initial_point is None else initial_point
+            self._term.enable_slot_scores(model, point, np.random.default_rng(0), compile_kwargs)
         if anneal is None:
             n_items = utility_rv.type.shape[1] or int(utility_rv.shape[1].eval())
             anneal = default_anneal(self._term.lists, n_items)
@@ -468,8 +471,8 @@ class PartialOrderLabelGibbs(
         self._warned = False
         self._annealed_check(
             annealed_split_merge, tune_annealed_split_merge, annealed_levels,
-            isinstance(utility_rv.owner.op, EquicorrelatedNormalRV), self._term.lists.shape[0],
-            tune_merges,
+            direct and isinstance(utility_rv.owner.op, EquicorrelatedNormalRV),
+            self._term.lists.shape[0], tune_merges,
         )  # fmt: skip
         self._annealed_rate = self.annealed_split_merge  # the rate of the present step
         self._merge_now = False  # tuning-phase merges in the present step
@@ -489,6 +492,16 @@ class PartialOrderLabelGibbs(
                 "marginal_coordinates": self.marginal_coordinates,
             },
         )  # fmt: skip
+        if not direct:
+            refuse_for_scores(
+                lists_rv.name,
+                informed_split_merge=self.informed_split_merge,
+                annealed_split_merge=self.annealed_split_merge,
+                tune_annealed_split_merge=self.tune_annealed_split_merge,
+                tune_merges=self.tune_merges,
+                marginal_coordinates=self.marginal_coordinates,
+                noise_moves=noise_moves,
+            )
         self.noise_all_slots = bool(noise_all_slots)
         self._noise_setup(
             model, lists_rv, noise_moves, noise_path, noise_scale, compile_kwargs,
@@ -506,6 +519,7 @@ class PartialOrderLabelGibbs(
         labels = np.array(point[self._label_name], dtype=np.int64, copy=True)
         utilities = np.array(point[self._utility_name], dtype=np.float64, copy=True)
         theta, discount = (float(v) for v in self._prior_params_fn(point))
+        self._term.bind(point)  # e.g. the covariate effects of the lists' scores
         if self._concentration is None:
             new_weights = new_cluster_weights(theta, discount, self.n_slots)
         else:  # θ integrated out: G(K+1)/G(K), and θ drawn given K after the label moves

@@ -83,7 +83,6 @@ import numpy as np
 
 from pymc_crp.core.checks import integer_at_least
 from pymc_crp.core.leave_one_out import logsumexp_without, row_logsumexp
-from pymc_crp.core.lists import order_words
 from pymc_crp.core.utility_gibbs import (
     equicorrelated_conditional,
     interval_points,
@@ -209,7 +208,7 @@ class MarginalUtilityMoves:
         columns, log_lik, keys = {}, np.empty(inside.shape[0]), []
         for r, value in enumerate(inside):
             slot_utilities[item, dim] = value
-            words = order_words(slot_utilities[None], self._term.top_down)
+            words = self._term.slot_words(slot_utilities[None])
             key = words.tobytes()
             if key not in columns:
                 column = self._beta * self._term.slot_logliks(words, rows, noise)

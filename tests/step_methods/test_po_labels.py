@@ -9,12 +9,14 @@ import itertools
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from mc_checks import z_scores
 from oracles import (
     exact_clustered_dominance_orders,
     exact_clustered_total_orders,
     exact_clustered_weighted_total_orders,
+    plackett_luce_order_probs,
     three_item_order_probs,
 )
 
@@ -270,16 +272,118 @@ def test_default_max_clusters_grows_slowly_with_the_lists():
     assert {n: default_max_clusters(n) for n in want} == want
 
 
-def test_assigned_by_the_builder_only_for_crp_without_covariates():
+def test_assigned_by_the_builder_for_crp_labels():
+    """The CRP's labels, with or without item covariates, get the label step and the default
+    ``max_clusters``; Dirichlet--multinomial labels get ``CRPGibbs``."""
     lists = [[0, 1, 2], [2, 1, 0], [1, 0, 2]]
-    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2)
-    _, selected = pm.sampling.mcmc.assign_step_methods(model)
-    assert pmc.PartialOrderLabelGibbs in selected and pmc.CRPGibbs not in selected
-    assert model["U"].shape.eval()[0] == 3  # default max_clusters = min(n_lists, ...)
-    for kwargs in ({"partition": "dirichlet-multinomial"}, {"covariates": np.eye(3)[:, :1]}):
+    for kwargs in ({}, {"covariates": np.eye(3)[:, :1]}):
         model = pmc.models.clustered_partial_orders(lists, 3, n_dims=2, **kwargs)
         _, selected = pm.sampling.mcmc.assign_step_methods(model)
-        assert pmc.CRPGibbs in selected and pmc.PartialOrderLabelGibbs not in selected
+        assert pmc.PartialOrderLabelGibbs in selected and pmc.CRPGibbs not in selected
+        assert model["U"].shape.eval()[0] == 3  # default max_clusters = min(n_lists, ...)
+    model = pmc.models.clustered_partial_orders(
+        lists, 3, n_dims=2, partition="dirichlet-multinomial"
+    )
+    _, selected = pm.sampling.mcmc.assign_step_methods(model)
+    assert pmc.CRPGibbs in selected and pmc.PartialOrderLabelGibbs not in selected
+
+
+SHIFT = np.array([0.9, 0.0, -0.6])  # the items' covariate effects x @ beta, held fixed
+
+
+def scored_model(n_slots=12, shift=SHIFT, scores=None):
+    """5 lists read the scores ``η = G⁻¹(Φ(U)) + shift`` of independent standard normal slot
+    utilities (``n_dims = 1``), as in ``clustered_partial_orders`` with item covariates and
+    ``τ = 0``: each ``G⁻¹(Φ(U_j))`` is a standard Gumbel draw, so a cluster's order is
+    Plackett--Luce with worths ``exp(shift)`` (``oracles.plackett_luce_order_probs``)."""
+    from pymc_crp.distributions.equicorrelated_normal import gumbel_utilities
+
+    with pm.Model() as model:
+        z = pmc.CRP("z", 1.0, max_clusters=n_slots, n=N_LISTS)
+        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((n_slots, N_ITEMS, 1)), rho=0.0)
+        eta = gumbel_utilities(u) + shift[:, None] if scores is None else scores(u, z)
+        pmc.PartialOrderLists("y", eta, z, P_NOISE, observed=LISTS)
+    return model
+
+
+@pytest.mark.parametrize("sweeps", [1, pytest.param(8, marks=pytest.mark.slow)])
+def test_lists_reading_scores_of_the_slots_match_enumeration(sweeps):
+    """Lists that read a function of the slot utilities (scores with item covariates): new
+    clusters, auxiliaries and split proposals take orders of the scores of their prior draws
+    (merge--split, the utility moves with the labels summed out and a utility step between
+    groups of rounds on, as by default). Against the enumeration with Plackett--Luce orders,
+    and with power against exchangeable orders (the shift matters)."""
+    model = scored_model()
+    with model:
+        idata = pm.sample(
+            2000,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=29,
+            step=[pmc.PartialOrderLabelGibbs([model["z"]], n_aux=2, sweeps=sweeps)],
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    _, order_probs = plackett_luce_order_probs(np.exp(SHIFT))
+    co, k_dist = exact_clustered_weighted_total_orders(LISTS, N_ITEMS, order_probs, P_NOISE, 1.0)
+    z = idata.posterior["z"].values
+    assert not mismatches(z, co, k_dist)
+    assert mismatches(z, *exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0))
+
+
+def test_slot_words_are_the_orders_of_the_scores():
+    """``slot_words`` of any stack of slot utilities equals the orders of the lists' own score
+    graph at a point holding those utilities."""
+    from pymc_crp.core.lists import order_words
+
+    model = scored_model(n_slots=4)
+    step = pmc.PartialOrderLabelGibbs([model["z"]], model=model)
+    term = step._term
+    point = model.initial_point(random_seed=1)
+    term.bind(point)
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        point["U"] = rng.normal(size=(4, N_ITEMS, 1))
+        want = order_words(term.eta_fn(point), term.top_down)
+        np.testing.assert_array_equal(term.slot_words(point["U"]), want)
+        np.testing.assert_array_equal(term.slot_words(point["U"][2:3]), want[2:3])
+
+
+def test_scores_that_mix_slots_or_read_the_labels_are_refused():
+    def centred(u, z):
+        return u - u.mean(axis=0)
+
+    def labelled(u, z):
+        return u + pt.cast(z[:N_ITEMS], "float64")[None, :, None]
+
+    for scores, match in ((centred, "slot by slot"), (labelled, "other than the labels")):
+        model = scored_model(n_slots=4, scores=scores)
+        with model, pytest.raises(ValueError, match=match):
+            pmc.PartialOrderLabelGibbs([model["z"]])
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        {"annealed_split_merge": 0.1},
+        {"tune_annealed_split_merge": 0.1},
+        {"tune_merges": 1},
+        {"informed_split_merge": 1},
+        {"marginal_coordinates": 1},
+        {"noise_moves": 1},
+    ],
+)
+def test_moves_that_need_the_slot_utilities_directly_are_refused_for_scores(option):
+    """Their exact coordinate draws take the intervals between the items' utilities as the
+    order's cells, which holds for the utilities, not for scores of them."""
+    model = scored_model(n_slots=4)
+    (name,) = option
+    with model, pytest.raises(ValueError, match=f"{name} needs lists that read"):
+        pmc.PartialOrderLabelGibbs([model["z"]], **option)
+    with model:  # and off by default
+        step = pmc.PartialOrderLabelGibbs([model["z"]])
+    assert not (step.annealed_split_merge or step.tune_annealed_split_merge or step.tune_merges)
 
 
 def test_reproducible_and_cost_follows_the_occupied_slots():
