@@ -52,8 +52,8 @@ variable with the same prior for every slot (a ``ValueError`` otherwise: a prior
 have a slot axis only if it is a constant equal along it), or over scores of them that act slot
 by slot and do not read the labels (as with item covariates, ``G⁻¹(Φ(U)) + xβ``): new
 clusters, auxiliaries and split proposals are then prior draws of the slot utilities whose
-orders are read from their scores (:meth:`~pymc_crp.step_methods.list_terms._ListTerm.slot_words`;
-``docs/mathematics.md``), and the moves whose coordinate draws need the orders of the utilities
+orders are read from their scores (``_ListTerm.slot_words`` of
+:mod:`pymc_crp.step_methods.list_terms`; ``docs/mathematics.md``), and the moves whose coordinate draws need the orders of the utilities
 themselves (annealed and informed split--merge, tuning-phase merges, ``marginal_coordinates``,
 noise moves) are off by default and refused.
 """
@@ -73,9 +73,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc_crp.core.aux_label_sweep import new_cluster_weights
 from pymc_crp.core.checks import integer_at_least, nonnegative_number, positive_int
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalRV
-from pymc_crp.distributions.partial_order_lists import (
-    PartialOrderListsRV,
-)
+from pymc_crp.distributions.partial_order_lists import PartialOrderListsRV
 from pymc_crp.distributions.partitions import CRPParams
 from pymc_crp.roles import LabelsRole, get_role
 from pymc_crp.step_methods.concentration_given_clusters import (
