@@ -53,9 +53,10 @@ have a slot axis only if it is a constant equal along it), or over scores of the
 by slot and do not read the labels (as with item covariates, ``G⁻¹(Φ(U)) + xβ``): new
 clusters, auxiliaries and split proposals are then prior draws of the slot utilities whose
 orders are read from their scores (``_ListTerm.slot_words`` of
-:mod:`pymc_crp.step_methods.list_terms`; ``docs/mathematics.md``), and the moves whose coordinate draws need the orders of the utilities
-themselves (annealed and informed split--merge, tuning-phase merges, ``marginal_coordinates``,
-noise moves) are off by default and refused.
+:mod:`pymc_crp.step_methods.list_terms`; ``docs/mathematics.md``), and the moves whose
+coordinate draws need the orders of the utilities themselves (annealed and informed
+split--merge, tuning-phase merges, ``marginal_coordinates``, noise moves) are off by default
+and refused.
 """
 
 from __future__ import annotations
