@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.replace import graph_replace
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
@@ -148,9 +147,8 @@ class _ListTerm:
         if not set(inputs) <= set(model.value_vars):
             raise self._not_slot_wise("(it depends on inputs that are not model values)")
         names = [v.name for v in inputs]
-        fn = pytensor.function(
-            [slots, *inputs], scored, on_unused_input="ignore", **(compile_kwargs or {})
-        )
+        kwargs = {"on_unused_input": "ignore", **(compile_kwargs or {})}
+        fn = model.compile_fn(scored, inputs=[slots, *inputs], point_fn=False, **kwargs)
         point = dict(point)
         psi = rng.normal(size=np.shape(point[self.utility_name]))
         point[self.utility_name] = psi
@@ -167,6 +165,19 @@ class _ListTerm:
             raise self._not_slot_wise("(a slot's scores depend on other slots)")
         self._score_fn, self._score_inputs, self._bound = fn, names, None
         self._score_buffer = np.zeros(psi.shape)
+        # The same graph for stacks of any length where it allows them (the model's builders
+        # give the slots no fixed number), so that one slot's order costs one slot's scores.
+        free = pt.tensor3("slot_utilities", dtype="float64", shape=(None, *slots.type.shape[1:]))
+        self._score_any = None
+        try:
+            graph = graph_replace(scored, {slots: free}, strict=False)
+            any_fn = model.compile_fn(graph, inputs=[free, *inputs], point_fn=False, **kwargs)
+            if np.array_equal(any_fn(psi, *others), whole) and np.array_equal(
+                any_fn(psi[-1:], *others)[0], whole[-1]
+            ):
+                self._score_any = any_fn
+        except (ValueError, TypeError, AssertionError):  # e.g. a shape check of L slots
+            pass
 
     def _not_slot_wise(self, why: str) -> ValueError:
         return ValueError(
@@ -184,16 +195,19 @@ class _ListTerm:
         """Bitset orders ``(n, 4, M)`` of the slot utilities ``utilities`` ``(n, M, K)`` as the
         lists read them: of ``utilities`` themselves when the lists read them directly, of
         their scores ``η(utilities)`` at the values of :meth:`bind` otherwise (after
-        :meth:`enable_slot_scores`; the scores of ``n ≤ L`` slots are those of a stack of
-        ``L`` whose first ``n`` they are); ``slots`` as in
+        :meth:`enable_slot_scores`; where the graph fixes the number of slots ``L``, the scores
+        of ``n ≤ L`` slots are those of a stack of ``L`` whose first ``n`` they are);
+        ``slots`` as in
         :func:`~pymc_crp.core.lists.order_words`."""
         if self.direct is None:
             if self._score_fn is None or self._bound is None:
                 raise RuntimeError("slot_words needs enable_slot_scores and bind first")
             n = len(utilities)
-            if n == self._score_buffer.shape[0]:
+            if self._score_any is not None:
+                utilities = self._score_any(np.asarray(utilities, dtype=np.float64), *self._bound)
+            elif n == self._score_buffer.shape[0]:
                 utilities = self._score_fn(np.asarray(utilities, dtype=np.float64), *self._bound)
-            else:  # (the compiled graph may fix the number of slots)
+            else:  # (the compiled graph fixes the number of slots)
                 self._score_buffer[:n] = utilities
                 utilities = self._score_fn(self._score_buffer, *self._bound)[:n]
         return order_words(utilities, self.top_down, slots=slots)

@@ -332,22 +332,35 @@ def test_lists_reading_scores_of_the_slots_match_enumeration(sweeps):
     assert mismatches(z, *exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.0))
 
 
-def test_slot_words_are_the_orders_of_the_scores():
+@pytest.mark.parametrize("built", [False, True])
+def test_slot_words_are_the_orders_of_the_scores(built):
     """``slot_words`` of any stack of slot utilities equals the orders of the lists' own score
-    graph at a point holding those utilities."""
+    graph at a point holding those utilities: for a hand-built model whose graph fixes the
+    number of slots (scores of a padded stack) and for the builder's, whose graph takes a
+    stack of any length (scores of the given slots only)."""
     from pymc_crp.core.lists import order_words
 
-    model = scored_model(n_slots=4)
-    step = pmc.PartialOrderLabelGibbs([model["z"]], model=model)
+    if built:
+        model = pmc.models.clustered_partial_orders(
+            LISTS, N_ITEMS, n_dims=2, covariates=SHIFT[:, None], max_clusters=4
+        )
+        labels, utilities = model["cluster"], "U"
+    else:
+        model = scored_model(n_slots=4)
+        labels, utilities = model["z"], "U"
+    step = pmc.PartialOrderLabelGibbs([labels], model=model)
     term = step._term
+    assert (term._score_any is not None) == built
     point = model.initial_point(random_seed=1)
+    if built:
+        point["beta"] = np.array([0.7])
     term.bind(point)
     rng = np.random.default_rng(2)
     for _ in range(5):
-        point["U"] = rng.normal(size=(4, N_ITEMS, 1))
+        point[utilities] = rng.normal(size=point[utilities].shape)
         want = order_words(term.eta_fn(point), term.top_down)
-        np.testing.assert_array_equal(term.slot_words(point["U"]), want)
-        np.testing.assert_array_equal(term.slot_words(point["U"][2:3]), want[2:3])
+        np.testing.assert_array_equal(term.slot_words(point[utilities]), want)
+        np.testing.assert_array_equal(term.slot_words(point[utilities][2:3]), want[2:3])
 
 
 def test_scores_that_mix_slots_or_read_the_labels_are_refused():
