@@ -103,7 +103,7 @@ class _ListTerm:
                 model, pt.cast(utilities, "float64"), compile_kwargs
             )
         self._eta_graph, self._utility_value = utilities, utility_value
-        self._score_fn = None  # see enable_slot_scores
+        self._score_fn = self._score_any = None  # see enable_slot_scores
         self.labels_fn = compile_point_function(model, pt.cast(labels, "int64"), compile_kwargs)
         self.noise_fn = compile_point_function(model, pt.cast(noise, "float64"), compile_kwargs)
         self.top_down = bool(pt.get_underlying_scalar_constant_value(params.top_down))
@@ -168,7 +168,6 @@ class _ListTerm:
         # The same graph for stacks of any length where it allows them (the model's builders
         # give the slots no fixed number), so that one slot's order costs one slot's scores.
         free = pt.tensor3("slot_utilities", dtype="float64", shape=(None, *slots.type.shape[1:]))
-        self._score_any = None
         try:
             graph = graph_replace(scored, {slots: free}, strict=False)
             any_fn = model.compile_fn(graph, inputs=[free, *inputs], point_fn=False, **kwargs)
@@ -196,9 +195,8 @@ class _ListTerm:
         lists read them: of ``utilities`` themselves when the lists read them directly, of
         their scores ``η(utilities)`` at the values of :meth:`bind` otherwise (after
         :meth:`enable_slot_scores`; where the graph fixes the number of slots ``L``, the scores
-        of ``n ≤ L`` slots are those of a stack of ``L`` whose first ``n`` they are);
-        ``slots`` as in
-        :func:`~pymc_crp.core.lists.order_words`."""
+        of ``n ≤ L`` slots are those of a stack of ``L`` whose first ``n`` they are); ``slots``
+        as in :func:`~pymc_crp.core.lists.order_words`."""
         if self.direct is None:
             if self._score_fn is None or self._bound is None:
                 raise RuntimeError("slot_words needs enable_slot_scores and bind first")
