@@ -13,16 +13,18 @@ with random weights in ``(0, 1]``; each implementation makes a chain of 20 scans
 the last one's result, from its own prior draw (the caches of the list likelihoods fill as
 they would along a path). Both are first checked to give the same log-density of reaching a
 common target. Prints the milliseconds per scan of each and their ratio. Run with
-``python benchmarks/coordinate_scan.py``.
+``python benchmarks/coordinate_scan.py``; ``--many-items 100`` takes instead 1,000 lists of 10
+of 100 items from 5 planted orders (``po_convergence.py --data many``).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 from types import SimpleNamespace
 
 import numpy as np
-from po_convergence import simulate_heterogeneous
+from po_convergence import simulate_heterogeneous, simulate_many_items
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
 from pymc_crp.core.restricted_orders import item_masks
@@ -77,7 +79,7 @@ def python_scan(term, psi, rows, weights, prior, noise, rng, target=None) -> flo
 def chain_ms(scan, term, rows, weights, prior, rng, n_scans=20) -> float:
     """Milliseconds per scan over a chain of ``n_scans`` scans, each from the last one's
     result (as the levels of an annealed path follow each other), from a fresh prior draw."""
-    psi = rng.normal(size=(N_ITEMS, N_DIMS))
+    psi = rng.normal(size=prior.mean.shape)
     start = time.perf_counter()
     for _ in range(n_scans):
         scan(term, psi, rows, weights, prior, NOISE, rng)
@@ -85,25 +87,38 @@ def chain_ms(scan, term, rows, weights, prior, rng, n_scans=20) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--many-items", type=int, default=0, help="lists of 10 of this many items (default: 10)"
+    )
+    args = parser.parse_args()
     rng = np.random.default_rng(0)
-    lists, _ = simulate_heterogeneous(N_LISTS, rng, N_ITEMS)
+    if args.many_items:
+        n_items = args.many_items
+        lists, _ = simulate_many_items(N_LISTS, n_items, rng)
+        setting = f"{N_LISTS} lists of 10 of {n_items} items"
+    else:
+        n_items = N_ITEMS
+        lists, _ = simulate_heterogeneous(N_LISTS, rng, N_ITEMS)
+        setting = f"{N_LISTS} heterogeneous rankings of {N_ITEMS} items"
     lists = np.asarray(lists, dtype=np.int64)
-    contains = np.zeros((N_LISTS, N_ITEMS), dtype=bool)
-    contains[np.repeat(np.arange(N_LISTS), N_ITEMS), lists.ravel()] = True
+    contains = np.zeros((N_LISTS, n_items), dtype=bool)
+    for i, row in enumerate(lists):
+        contains[i, row[row >= 0]] = True
     term = SimpleNamespace(
         contains=contains, top_down=True, item_words=item_masks(lists),
         list_set=list_likelihood_cache().list_set(lists, True),
     )  # fmt: skip
     prior = SimpleNamespace(
-        mean=np.zeros((N_ITEMS, N_DIMS)), rho=np.full(N_ITEMS, 0.5), scale=np.ones(N_ITEMS)
+        mean=np.zeros((n_items, N_DIMS)), rho=np.full(n_items, 0.5), scale=np.ones(n_items)
     )
-    print(f"{N_LISTS} heterogeneous rankings of {N_ITEMS} items, K = {N_DIMS}, p = {NOISE}")
+    print(f"{setting}, K = {N_DIMS}, p = {NOISE}")
     print(f"{'lists':>6} {'compiled ms':>12} {'Python ms':>10} {'ratio':>7}")
     for size in (20, 100, 400):
         rows = np.sort(rng.choice(N_LISTS, size=size, replace=False))
         weights = rng.uniform(0.0, 1.0, size) + 1e-3
-        start = rng.normal(size=(N_ITEMS, N_DIMS))
-        target = rng.normal(size=(N_ITEMS, N_DIMS))
+        start = rng.normal(size=(n_items, N_DIMS))
+        target = rng.normal(size=(n_items, N_DIMS))
         a = coordinate_scan(term, start.copy(), rows, weights, prior, NOISE, None, target=target)
         b = python_scan(term, start.copy(), rows, weights, prior, NOISE, None, target=target)
         assert abs(a - b) < 1e-8 * (1 + abs(b)), (a, b)

@@ -79,36 +79,56 @@ def copy_restricted_equal(
 
 
 @njit(cache=True, nogil=True)
-def _move_item_words(words, eta, item, dual):  # pragma: no cover - compiled
-    out = words.copy()
-    n_items, n_dims = eta.shape
-    j = item
+def _set_pair_relation(words, eta, j, x, dual):  # pragma: no cover - compiled
+    """Set the relation of items ``j`` and ``x`` in ``words`` (in place) from ``eta``: bit ``j``
+    of row ``x`` and bit ``x`` of row ``j``. Returns whether any of those bits changed."""
+    n_dims = eta.shape[1]
+    above = True  # j above x
+    below = True  # j below x
+    for k in range(n_dims):
+        above = above and eta[j, k] > eta[x, k]
+        below = below and eta[x, k] > eta[j, k]
     jbit = np.uint64(1) << np.uint64(j % 64)
     jword = j // 64
+    xbit = np.uint64(1) << np.uint64(x % 64)
+    xword = x // 64
+    before = (
+        words[jword, x] & jbit,
+        words[2 + jword, x] & jbit,
+        words[xword, j] & xbit,
+        words[2 + xword, j] & xbit,
+    )
+    # bit j of row x
+    words[jword, x] &= ~jbit
+    words[2 + jword, x] &= ~jbit
+    if below if dual else above:
+        words[jword, x] |= jbit
+    if above or below:
+        words[2 + jword, x] |= jbit
+    # bit x of row j (x above j iff j below x)
+    words[xword, j] &= ~xbit
+    words[2 + xword, j] &= ~xbit
+    if above if dual else below:
+        words[xword, j] |= xbit
+    if above or below:
+        words[2 + xword, j] |= xbit
+    after = (
+        words[jword, x] & jbit,
+        words[2 + jword, x] & jbit,
+        words[xword, j] & xbit,
+        words[2 + xword, j] & xbit,
+    )
+    return before != after
+
+
+@njit(cache=True, nogil=True)
+def _move_item_words(words, eta, item, dual):  # pragma: no cover - compiled
+    out = words.copy()
     for w in range(4):
-        out[w, j] = np.uint64(0)
-    for x in range(n_items):
-        if x == j:
-            continue
-        above = True  # j above x
-        below = True  # j below x
-        for k in range(n_dims):
-            above = above and eta[j, k] > eta[x, k]
-            below = below and eta[x, k] > eta[j, k]
-        # bit j of row x
-        out[jword, x] &= ~jbit
-        out[2 + jword, x] &= ~jbit
-        if below if dual else above:
-            out[jword, x] |= jbit
-        if above or below:
-            out[2 + jword, x] |= jbit
-        # bit x of row j (x above j iff j below x)
-        xbit = np.uint64(1) << np.uint64(x % 64)
-        xword = x // 64
-        if above if dual else below:
-            out[xword, j] |= xbit
-        if above or below:
-            out[2 + xword, j] |= xbit
+        out[w, item] = np.uint64(0)
+    for x in range(eta.shape[0]):
+        if x != item:
+            _set_pair_relation(out, eta, item, x, dual)
     return out
 
 
