@@ -110,8 +110,8 @@ def coordinate_scan_kernel(
                 other_items[m] = item
                 m += 1
         low, high, inside = intervals_of_cuts(np.unique(others) if n_pos else others[:0])
-        by_value = np.argsort(others)  # the other items in the order psi[j, k] passes them
-        passed = 0
+        by_value = np.argsort(others) if n_pos else other_items[:0]  # the order j passes them
+        first = 0  # the first of them (by value) not below the interval before's point
         n_int = low.shape[0]
         table = np.empty((n_int, n_pos))  # each interval's log-likelihoods of the lists
         log_lik = np.zeros(n_int)
@@ -123,18 +123,22 @@ def coordinate_scan_kernel(
                 psi[j, k] = inside[r]
                 if r == 0:  # from the state's order
                     current, changed = _move_item_changed(words, psi, j, dual, masks, rows_j)
-                else:  # from the interval before: j passed the items whose value is low[r],
-                    # and only its relations to them can change
+                else:  # from the interval before: only j's relations to the items whose
+                    # value lies between the two intervals' points can change (those at the
+                    # cut low[r]; also any equal to a point, where adjacent cuts round it)
                     flip_lo = np.uint64(0)
                     flip_hi = np.uint64(0)
-                    while passed < m and others[by_value[passed]] <= low[r]:
-                        x = other_items[by_value[passed]]
-                        passed += 1
-                        if _set_pair_relation(current, psi, j, x, dual):
-                            if x < 64:
-                                flip_lo |= np.uint64(1) << np.uint64(x)
+                    while first < m and others[by_value[first]] < inside[r - 1]:
+                        first += 1
+                    q = first
+                    while q < m and others[by_value[q]] <= inside[r]:
+                        other = other_items[by_value[q]]
+                        q += 1
+                        if _set_pair_relation(current, psi, j, other, dual):
+                            if other < 64:
+                                flip_lo |= np.uint64(1) << np.uint64(other)
                             else:
-                                flip_hi |= np.uint64(1) << np.uint64(x - 64)
+                                flip_hi |= np.uint64(1) << np.uint64(other - 64)
                     changed = np.empty(n_pos, np.int64)
                     n_changed = 0
                     for t in range(n_pos):
@@ -143,7 +147,8 @@ def coordinate_scan_kernel(
                             changed[n_changed] = t
                             n_changed += 1
                     changed = changed[:n_changed]
-                if r == 0 or low[r] < at < high[r]:  # the state's interval: its order, counted
+                if r == 0 or (low[r] < at < high[r] and low[r] < inside[r] < high[r]):
+                    # (the state's interval: the state's order, its lists' values at hand)
                     for u in range(n_pos):
                         table[r, u] = loglik[positions[u]]
                     if r > 0:

@@ -31,13 +31,14 @@ NOISE = 0.2
 
 def _wide_problem():
     """70 items, 2 dimensions, 12 weighted lists of 3 items among items 0-9 and 60-69 (the
-    second bitset word from item 64 on)."""
+    second bitset word from item 64 on) and two lists over items 5, 62, 63 and 66."""
     rng = np.random.default_rng(11)
     pool = np.r_[0:10, 60:70]
-    lists = np.array([rng.choice(pool, size=3, replace=False) for _ in range(12)])
+    lists = [rng.choice(pool, size=3, replace=False) for _ in range(12)]
+    lists = np.array([*lists, [62, 63, 66], [66, 5, 62]])
     return SimpleNamespace(
         lists=lists,
-        weights=rng.uniform(0.5, 2.0, size=12),
+        weights=rng.uniform(0.5, 2.0, size=lists.shape[0]),
         prior=SimpleNamespace(
             mean=0.3 * rng.normal(size=(70, 2)),
             rho=rng.uniform(0.0, 0.8, size=70),
@@ -146,24 +147,46 @@ def test_log_density_of_reaching_a_target_matches_brute_force(top_down, reverse)
 
 
 @pytest.mark.parametrize("top_down", [True, False])
-def test_scan_over_many_items_with_tied_values_matches_brute_force(top_down):
-    """70 items (relations in the second bitset word), and three items that share a value in
-    column 0 at the start, which a coordinate passes at once: the scan steps from interval to
-    interval and counts only the lists whose restricted order changes there."""
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_over_many_items_with_tied_values_matches_brute_force(top_down, reverse):
+    """70 items (relations in the second bitset word), and items 62, 63 and 66, which share
+    lists, tied in column 0 at the start: a coordinate passes the three at once, and their
+    own coordinates start on a tie (no interval holds the state). The scan steps from interval
+    to interval and counts only the lists whose restricted order changes there."""
     problem = _wide_problem()
     rng = np.random.default_rng(12)
     start = rng.normal(size=(70, 2))
-    start[[3, 11, 65], 0] = 0.25
+    start[[62, 63, 66], 0] = 0.25
     target = rng.normal(size=(70, 2))
     psi = start.copy()
     rows = np.arange(problem.lists.shape[0])
     log_q = coordinate_scan(
         _term(problem, top_down), psi, rows, problem.weights, problem.prior, NOISE, None,
-        target=target,
+        reverse=reverse, target=target,
     )  # fmt: skip
     assert np.array_equal(psi, target)
-    expected = _expected_log_q(problem, start, target, top_down, False)
+    expected = _expected_log_q(problem, start, target, top_down, reverse)
     assert log_q == pytest.approx(expected, abs=1e-9)
+
+
+def test_adjacent_cuts_whose_midpoint_rounds_onto_one():
+    """Items 1 and 2 sit at adjacent doubles in column 0, so the point of the interval between
+    them is item 1's value itself (a tie). The relations of item 0 in the intervals above must
+    still be those of its value there (item 0 above item 1 in both columns above 1.0)."""
+    lists = np.array([[0, 1, -1], [1, 0, -1], [0, 2, 1]])
+    problem = SimpleNamespace(
+        lists=lists,
+        weights=np.array([1.0, 0.7, 1.2]),
+        prior=SimpleNamespace(mean=np.zeros((3, 2)), rho=np.zeros(3), scale=np.ones(3)),
+    )
+    start = np.array([[0.5, 2.0], [1.0, 1.0], [np.nextafter(1.0, 2.0), 1.5]])
+    target = np.array([[1.7, 2.2], [0.2, 0.9], [1.1, 1.4]])
+    psi = start.copy()
+    log_q = coordinate_scan(
+        _term(problem, True), psi, np.arange(3), problem.weights, problem.prior, NOISE, None,
+        target=target,
+    )  # fmt: skip
+    assert log_q == pytest.approx(_expected_log_q(problem, start, target, True, False), abs=1e-9)
 
 
 def test_first_draw_follows_the_exact_conditional():
