@@ -20,7 +20,7 @@ along the column), so the order is updated pair by pair and only the lists conta
 and an item whose relation changed are counted, through the lists'
 :class:`~pymc_crp.core.order_memo.OrderMemo`; a coordinate costs ``O(M log M)`` for the cuts,
 ``O(n_j)`` per interval for the ``n_j`` lists containing ``j`` and the counts of the lists
-whose restricted order changes (over 100 items, 8 times less than recomputing ``j``'s
+whose restricted order changes (over 100 items 4--14 times less than recomputing ``j``'s
 relations and comparing each interval's order with all earlier ones). With a
 target the scan moves to it instead of drawing and returns the log-density of reaching it
 (the reverse proposal of a split--merge move), ``-∞`` if a target value lies on an interval's
