@@ -79,6 +79,18 @@ def copy_restricted_equal(
 
 
 @njit(cache=True, nogil=True)
+def _set_bit(words, word, row, bit, related, comparable):  # pragma: no cover - compiled
+    """Set ``bit`` of ``row`` in the relation rows (``word``) to ``related`` and in the
+    comparability rows (``2 + word``) to ``comparable``."""
+    words[word, row] &= ~bit
+    words[2 + word, row] &= ~bit
+    if related:
+        words[word, row] |= bit
+    if comparable:
+        words[2 + word, row] |= bit
+
+
+@njit(cache=True, nogil=True)
 def _set_pair_relation(words, eta, j, x, dual):  # pragma: no cover - compiled
     """Set the relation of items ``j`` and ``x`` in ``words`` (in place) from ``eta``: bit ``j``
     of row ``x`` and bit ``x`` of row ``j``. Returns whether any of those bits changed."""
@@ -98,20 +110,8 @@ def _set_pair_relation(words, eta, j, x, dual):  # pragma: no cover - compiled
         words[xword, j] & xbit,
         words[2 + xword, j] & xbit,
     )
-    # bit j of row x
-    words[jword, x] &= ~jbit
-    words[2 + jword, x] &= ~jbit
-    if below if dual else above:
-        words[jword, x] |= jbit
-    if above or below:
-        words[2 + jword, x] |= jbit
-    # bit x of row j (x above j iff j below x)
-    words[xword, j] &= ~xbit
-    words[2 + xword, j] &= ~xbit
-    if above if dual else below:
-        words[xword, j] |= xbit
-    if above or below:
-        words[2 + xword, j] |= xbit
+    _set_bit(words, jword, x, jbit, below if dual else above, above or below)  # bit j of row x
+    _set_bit(words, xword, j, xbit, above if dual else below, above or below)  # x of row j
     after = (
         words[jword, x] & jbit,
         words[2 + jword, x] & jbit,
