@@ -93,7 +93,8 @@ def _set_bit(words, word, row, bit, related, comparable):  # pragma: no cover - 
 @njit(cache=True, nogil=True)
 def _set_pair_relation(words, eta, j, x, dual):  # pragma: no cover - compiled
     """Set the relation of items ``j`` and ``x`` in ``words`` (in place) from ``eta``: bit ``j``
-    of row ``x`` and bit ``x`` of row ``j``. Returns whether any of those bits changed."""
+    of row ``x`` and bit ``x`` of row ``j``. Returns whether the relation changed (read from
+    row ``x``'s two bits, which determine it)."""
     n_dims = eta.shape[1]
     above = True  # j above x
     below = True  # j below x
@@ -104,20 +105,10 @@ def _set_pair_relation(words, eta, j, x, dual):  # pragma: no cover - compiled
     jword = j // 64
     xbit = np.uint64(1) << np.uint64(x % 64)
     xword = x // 64
-    before = (
-        words[jword, x] & jbit,
-        words[2 + jword, x] & jbit,
-        words[xword, j] & xbit,
-        words[2 + xword, j] & xbit,
-    )
+    before = (words[jword, x] & jbit, words[2 + jword, x] & jbit)
     _set_bit(words, jword, x, jbit, below if dual else above, above or below)  # bit j of row x
     _set_bit(words, xword, j, xbit, above if dual else below, above or below)  # x of row j
-    after = (
-        words[jword, x] & jbit,
-        words[2 + jword, x] & jbit,
-        words[xword, j] & xbit,
-        words[2 + xword, j] & xbit,
-    )
+    after = (words[jword, x] & jbit, words[2 + jword, x] & jbit)
     return before != after
 
 
