@@ -22,9 +22,14 @@ of Neal's Algorithm 8, whose other ``m - 1`` draws are prior draws independent o
 when ``i`` opens a new cluster from auxiliary ``t``, the cluster takes ``ψ_t`` into a uniformly
 chosen free slot and ``ψ_t`` must be replaced by a fresh prior draw (the caller does this: the
 sweep returns). Unchosen auxiliaries stay independent prior draws, so the next visit may use
-them again. Which free slot a new cluster takes is uniform, so the slot assignment of the
-blocks stays uniform as the label-vector prior ``EPPF / (L!/(L-K)!)`` requires. If no slot is
-free, new clusters are impossible (the CRP truncated at ``L``) and the sweep counts it.
+them again: in the extended target of a visit (Neal's Algorithm 8), given that the observation
+joined an occupied slot, the auxiliaries' conditional is their prior, whatever the labels and
+parameters, so after each visit the auxiliaries are independent prior draws, independent of the
+state (the one a new cluster took is drawn afresh); a later sweep may reuse them too, if the
+moves between do not read them. Which free slot a new cluster takes is uniform, so the slot
+assignment of the blocks stays uniform as the label-vector prior ``EPPF / (L!/(L-K)!)``
+requires. If no slot is free, new clusters are impossible (the CRP truncated at ``L``) and the
+sweep counts it.
 
 Nothing here imports PyMC: columns of log-likelihoods come in as arrays.
 

@@ -3,8 +3,9 @@ r"""Label step for clustered partial orders whose cost follows the occupied clus
 :class:`PartialOrderLabelGibbs` updates the CRP labels of lists with a
 :class:`~pymc_crp.PartialOrderLists` likelihood over slot utilities ``U`` ``(L, M, K)`` by
 Neal's (2000) Algorithm 8 with ``m`` auxiliary utility matrices drawn from the slot prior
-``U_new ~ N(τ U0, (1-τ²) Σ_ρ)`` and reused between visits (Favaro and Teh 2013; the numeric
-core and the argument for exactness are in :mod:`pymc_crp.core.aux_label_sweep`):
+``U_new ~ N(τ U0, (1-τ²) Σ_ρ)`` and reused between visits and between the rounds of a step
+(Favaro and Teh 2013; the numeric core and the argument for exactness are in
+:mod:`pymc_crp.core.aux_label_sweep`):
 
 .. math::
 
@@ -542,14 +543,15 @@ class PartialOrderLabelGibbs(
         # merges, splits, refused, informed merges and splits, full, annealed merges and splits,
         # tuning-phase merges, lists moved by the weight moves
         tally = np.zeros(10, dtype=np.int64)
+        aux = None  # the sweeps' auxiliaries, reused from round to round
         for group, n_rounds in enumerate(g for g in groups if g):
             if group:  # the utilities' update between groups of rounds (an exact kernel)
                 point[self._label_name] = labels
                 point[self._utility_name] = utilities
                 utilities = self._update_utilities(point)
-            sweep = self._label_rounds(
+            sweep, aux = self._label_rounds(
                 point, labels, utilities, noise, new_weights, discount, n_rounds, tally,
-                group == 0,
+                group == 0, aux,
             )  # fmt: skip
         marginal = np.zeros(4, dtype=np.int64)
         if self.marginal_utility_moves or self.marginal_coordinates:
