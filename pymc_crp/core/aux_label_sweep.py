@@ -20,12 +20,17 @@ The auxiliaries are *reused* (Favaro and Teh 2013, "ReUse"): when ``i`` was alon
 slot, its parameter replaces a uniformly chosen auxiliary (exactly the auxiliary configuration
 of Neal's Algorithm 8, whose other ``m - 1`` draws are prior draws independent of the state);
 when ``i`` opens a new cluster from auxiliary ``t``, the cluster takes ``ψ_t`` into a uniformly
-chosen free slot and ``ψ_t`` must be replaced by a fresh prior draw (the caller does this: the
-sweep returns). Unchosen auxiliaries stay independent prior draws, so the next visit may use
-them again: in the extended target of a visit (Neal's Algorithm 8), given that the observation
-joined an occupied slot, the auxiliaries' conditional is their prior, whatever the labels and
-parameters, so after each visit the auxiliaries are independent prior draws, independent of the
-state (the one a new cluster took is drawn afresh); a later sweep may reuse them too, if the
+chosen free slot and ``ψ_t`` must be replaced by an independent prior draw. The auxiliary that
+a singleton's parameter displaced is such a draw, which no visit reads afterwards: the sweep
+keeps a few of them as *spares* and puts the last one kept in the taken auxiliary's place,
+and only when none is kept does the caller draw one afresh (the sweep returns). A list alone
+in its cluster that leaves it and opens a new one again (common where some lists fit no
+cluster) then costs no new draw and no list likelihoods. Unchosen auxiliaries stay
+independent prior draws, so the next visit may use them again: in the extended target of a
+visit (Neal's Algorithm 8), given that the observation joined an occupied slot, the
+auxiliaries' conditional is their prior, whatever the labels and parameters, so after each
+visit the auxiliaries are independent prior draws, independent of the state (the one a new
+cluster took replaced); a later sweep may reuse them, and the spares, too, if the
 moves between do not read them. Which free slot a new cluster takes is uniform, so the slot
 assignment of the blocks stays uniform as the label-vector prior ``EPPF / (L!/(L-K)!)``
 requires. If no slot is free, new clusters are impossible (the CRP truncated at ``L``) and the
@@ -53,7 +58,7 @@ from pymc_crp.core.partition_math import draw_weighted
 __all__ = ["SweepState", "aux_label_sweep", "new_cluster_weights"]
 
 # Layout of the int64 ``state`` vector shared with the caller.
-N_OCCUPIED, N_FREE, N_FULL, BORN_FROM = 0, 1, 2, 3
+N_OCCUPIED, N_FREE, N_FULL, BORN_FROM, N_SPARE = 0, 1, 2, 3, 4
 
 
 def new_cluster_weights(theta: float, discount: float, n_slots: int) -> np.ndarray:
@@ -67,7 +72,8 @@ class SweepState:
 
     ``occupied[:K]`` and ``free[:L-K]`` list the slots; ``where[s]`` is the position of slot
     ``s`` in its list; ``state`` holds ``K``, ``L - K``, the number of visits at which a new
-    cluster had prior mass but no slot was free, and the auxiliary a new cluster came from.
+    cluster had prior mass but no slot was free, the auxiliary a new cluster came from and the
+    number of spare auxiliaries held (set by the caller, see :func:`aux_label_sweep`).
     """
 
     def __init__(self, labels: np.ndarray, n_slots: int):
@@ -84,7 +90,7 @@ class SweepState:
         self.where = np.zeros(n_slots, np.int64)
         self.where[occupied] = np.arange(occupied.size)
         self.where[free] = np.arange(free.size)
-        self.state = np.array([occupied.size, free.size, 0, -1], dtype=np.int64)
+        self.state = np.array([occupied.size, free.size, 0, -1, 0], dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -118,8 +124,12 @@ def aux_label_sweep(
     new_weights,
     discount,
     logw,
+    spare_ll,
+    spare_params,
+    reborn,
 ):  # pragma: no cover - compiled
-    """Visit ``order[start:]`` (see the module docstring); stop after a new cluster is born.
+    """Visit ``order[start:]`` (see the module docstring); stop after a new cluster is born
+    when no spare auxiliary is left to take the place of the one it took.
 
     Parameters
     ----------
@@ -141,15 +151,24 @@ def aux_label_sweep(
         Pitman--Yor discount.
     logw : float64 (L + m,)
         Scratch.
+    spare_ll, spare_params : float64 (N, S), (S, P)
+        Spare auxiliaries, ``state[4]`` of them held: an auxiliary that a singleton's parameter
+        displaces is kept there (while fewer than ``S`` are held) instead of dropped, and a
+        new cluster's auxiliary is replaced by the last one kept. A displaced auxiliary is an
+        independent prior draw that no visit reads afterwards, so it is still one, independent
+        of the state, when it takes the place of a taken auxiliary (module docstring).
+    reborn : bool (L,)
+        Set for each slot where a new cluster is born (its column holds only the rows not yet
+        visited at its auxiliary's last draw).
 
     Returns
     -------
     int
         The position after the last visit made: ``N`` at the end of the sweep, else a new
-        cluster was born at the visit before it from auxiliary ``state[3]``, which the
-        caller must refresh (rows ``order[position:]`` of its column) before resuming. A
-        cluster born at the last visit also returns ``N``: ``state[3]`` (which the caller
-        sets to ``-1`` before the call) tells whether one was born.
+        cluster was born at the visit before it from auxiliary ``state[3]`` with no spare
+        left, which the caller must refresh (rows ``order[position:]`` of its column) before
+        resuming. A cluster born so at the last visit also returns ``N``: ``state[3]``
+        (which the caller sets to ``-1`` before the call) tells whether one was.
     """
     n_obs = order.shape[0]
     n_aux = aux_ll.shape[1]
@@ -160,6 +179,11 @@ def aux_label_sweep(
         if counts[old] == 0:  # a singleton: its parameter becomes a random auxiliary
             _move(old, occupied, free, where, state, N_OCCUPIED, N_FREE)
             t = min(int(uniforms[pos, 1] * n_aux), n_aux - 1)
+            kept = state[N_SPARE]
+            if kept < spare_ll.shape[1]:  # keep the displaced auxiliary as a spare
+                spare_ll[:, kept] = aux_ll[:, t]
+                spare_params[kept, :] = aux_params[t, :]
+                state[N_SPARE] = kept + 1
             aux_ll[:, t] = ll[:, old]
             aux_params[t, :] = params[old, :]
         n_occ = state[N_OCCUPIED]
@@ -201,6 +225,13 @@ def aux_label_sweep(
         counts[slot] = 1
         ll[:, slot] = aux_ll[:, t]
         params[slot, :] = aux_params[t, :]
+        reborn[slot] = True
+        kept = state[N_SPARE]
+        if kept > 0:  # the last spare takes the taken auxiliary's place
+            aux_ll[:, t] = spare_ll[:, kept - 1]
+            aux_params[t, :] = spare_params[kept - 1, :]
+            state[N_SPARE] = kept - 1
+            continue
         state[BORN_FROM] = t
         return pos + 1
     return n_obs

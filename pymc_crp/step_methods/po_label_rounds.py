@@ -16,11 +16,13 @@ The auxiliaries are kept from sweep to sweep within a step, across its groups of
 each visit of a sweep they are again independent draws of the slot prior, independent of the
 labels and utilities (:mod:`pymc_crp.core.aux_label_sweep`), and the moves between two sweeps
 (weight and merge--split moves, the utility step between groups) neither read them nor change
-the slot prior, so they stay so. Only an auxiliary that a new cluster took is drawn afresh
-(a reused one's column comes from the cache entry of its order). Each step starts from fresh
-draws, since the slot prior and ``p`` change between steps. Over many items, where a fresh
-auxiliary costs a count of every list, this took the label step from a saved state of 1,000
-lists over 100 items (9 clusters) from 84,466 to 71,637 lists counted and from 147 to 128 ms
+the slot prior, so they stay so. Only an auxiliary that a new cluster took is replaced, by a
+spare (one that a singleton's utilities displaced, :mod:`pymc_crp.core.aux_label_sweep`) or
+else a fresh draw (a reused one's column comes from the cache entry of its order). Each step
+starts from fresh draws, since the slot prior and ``p`` change between steps. Over many
+items, where a fresh auxiliary costs a count of every list, the label step from a saved state
+of 1,000 lists over 100 items (9 clusters) counted 84,466 lists per step when each round drew
+fresh auxiliaries, 71,637 with them reused and 64,105 with the spares too (147, 130, 120 ms)
 (``benchmarks/README.md``); over 10 items, where the lists share their counts, no change.
 """
 
@@ -28,7 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_crp.core.aux_label_sweep import BORN_FROM, N_FULL, SweepState, aux_label_sweep
+from pymc_crp.core.aux_label_sweep import (
+    BORN_FROM,
+    N_FULL,
+    N_SPARE,
+    SweepState,
+    aux_label_sweep,
+)
 from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.pair_weights import pair_weight_move, pick_pairs
 from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
@@ -121,9 +129,8 @@ class LabelRounds:
                     labels, ll, utilities, noise, new_weights, discount, sweep, next_draw, aux
                 )
                 if round_ + 1 < rounds:  # the next round reads every occupied column
-                    for slot in set(born):
-                        if sweep.counts[slot]:
-                            ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)
+                    for slot in np.flatnonzero(born & (sweep.counts > 0)):
+                        ll[:, slot] = self._column(utilities[slot], np.arange(n_lists), noise)
             tally[5] += int(sweep.state[N_FULL])
         empty = sweep.counts == 0
         if empty.any():  # exact Gibbs draw of the empty slots' utilities (unused pool draws)
@@ -153,39 +160,55 @@ class LabelRounds:
         self, labels, ll, utilities, noise, new_weights, discount, sweep, next_draw, aux=None
     ):
         """One Algorithm 8 sweep over the lists in random order (labels, ``ll`` and ``aux`` in
-        place) with the auxiliaries ``aux`` ``(m, M, K)`` (independent draws of the slot prior,
-        independent of the state), or ``m`` fresh draws when ``None``. Returns ``(born, aux)``:
-        the slots where new clusters were born, whose columns of ``ll`` hold the lists visited
-        before their auxiliary was last drawn at that auxiliary's earlier draw (the sweep never
-        reads them again), so another round must recompute them; and the auxiliaries after the
-        sweep, again independent prior draws that the next round may reuse (module
-        docstring)."""
+        place) with the auxiliaries and spares of ``aux`` (:class:`Auxiliaries`: independent
+        draws of the slot prior, independent of the state), or fresh ones when ``None``.
+        Returns ``(born, aux)``: a mask of the slots where new clusters were born, whose
+        columns of ``ll`` hold only the lists not yet visited when their auxiliary was last
+        drawn (the sweep never reads the others), so another round must recompute them; and
+        the auxiliaries after the sweep, again independent prior draws that the next round may
+        reuse (module docstring)."""
         n_lists, n_slots = labels.shape[0], self.n_slots
-        n_aux = self.n_aux
         if aux is None:
-            aux = np.stack([next_draw() for _ in range(n_aux)])
-        aux_ll = np.empty((n_lists, n_aux))
+            aux = Auxiliaries(np.stack([next_draw() for _ in range(self.n_aux)]))
+        n_aux, n_spare = aux.utilities.shape[0], aux.spares.shape[0]
         all_rows = np.arange(n_lists)
-        for t in range(n_aux):  # (a reused auxiliary's lists come from its cache entry)
-            aux_ll[:, t] = self._column(aux[t], all_rows, noise)
+        # (a reused auxiliary's lists come from its order's cache entry)
+        aux_ll = np.stack([self._column(a, all_rows, noise) for a in aux.utilities], axis=1)
+        spare_ll = np.empty((n_lists, n_spare))
+        for s in range(aux.n_spare):
+            spare_ll[:, s] = self._column(aux.spares[s], all_rows, noise)
         order = self.rng.permutation(n_lists).astype(np.int64)
         uniforms = self.rng.random((n_lists, 3))
         logw = np.empty(n_slots + n_aux)
-        flat, flat_aux = utilities.reshape(n_slots, -1), aux.reshape(n_aux, -1)
+        flat, flat_aux = utilities.reshape(n_slots, -1), aux.utilities.reshape(n_aux, -1)
+        flat_spares = aux.spares.reshape(n_spare, -1)
+        born = np.zeros(n_slots, dtype=np.bool_)
+        sweep.state[N_SPARE] = aux.n_spare
         position = 0
-        born = []
         while True:
             sweep.state[BORN_FROM] = -1
             position = aux_label_sweep(
                 ll, aux_ll, flat, flat_aux, labels, sweep.counts, sweep.occupied, sweep.free,
                 sweep.where, sweep.state, order, position, uniforms, new_weights, discount,
-                logw,
+                logw, spare_ll, flat_spares, born,
             )  # fmt: skip
-            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t
-            if t >= 0:  # (also at the last visit, whose column the next round must recompute)
-                born.append(int(labels[order[position - 1]]))
-                aux[t] = next_draw()  # draw the taken auxiliary afresh
+            t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t, no spare left
+            if t >= 0:  # (also at the last visit: the next round reuses the auxiliaries)
+                aux.utilities[t] = next_draw()
             if position >= n_lists:
+                aux.n_spare = int(sweep.state[N_SPARE])
                 return born, aux
             remaining = order[position:]
-            aux_ll[remaining, t] = self._column(aux[t], remaining, noise)
+            aux_ll[remaining, t] = self._column(aux.utilities[t], remaining, noise)
+
+
+class Auxiliaries:
+    """The auxiliary utilities ``(m, M, K)`` of the label sweeps and the spares ``(m, M, K)``
+    kept from them (the first ``n_spare``; :func:`~pymc_crp.core.aux_label_sweep.
+    aux_label_sweep`), carried from round to round within a step: all independent draws of
+    the slot prior, independent of the labels and utilities."""
+
+    def __init__(self, utilities: np.ndarray):
+        self.utilities = np.ascontiguousarray(utilities, dtype=np.float64)
+        self.spares = np.empty_like(self.utilities)
+        self.n_spare = 0
