@@ -22,10 +22,16 @@ of Neal's Algorithm 8, whose other ``m - 1`` draws are prior draws independent o
 when ``i`` opens a new cluster from auxiliary ``t``, the cluster takes ``ψ_t`` into a uniformly
 chosen free slot and ``ψ_t`` must be replaced by an independent prior draw. The auxiliary that
 a singleton's parameter displaced is such a draw, which no visit reads afterwards: the sweep
-keeps a few of them as *spares* and puts the last one kept in the taken auxiliary's place,
-and only when none is kept does the caller draw one afresh (the sweep returns). A list alone
-in its cluster that leaves it and opens a new one again (common where some lists fit no
-cluster) then costs no new draw and no list likelihoods. Unchosen auxiliaries stay
+keeps every one of them as a *spare* in a ring of ``S`` places (when ``S`` are held the oldest
+gives way) and puts the newest one held in the taken auxiliary's place, and only when none is
+held does the caller draw one afresh (the sweep returns). The exact enumeration of every
+branch of the visits (``tests/core/test_aux_label_sweep.py``) finds this rule exact to
+``10^{-16}``, while keeping a displaced auxiliary only while fewer than ``S`` are held
+(dropping the newest) moved the law of the state by up to ``6 \cdot 10^{-4}`` with ``m = 1``:
+the auxiliaries are independent of the state after each visit but not of the sweep's history
+(the births, which their values influenced), and the number held records that history. A
+list alone in its cluster that leaves it and opens a new one again (common where some lists
+fit no cluster) then costs no new draw and no list likelihoods. Unchosen auxiliaries stay
 independent prior draws, so the next visit may use them again: in the extended target of a
 visit (Neal's Algorithm 8), given that the observation joined an occupied slot, the
 auxiliaries' conditional is their prior, whatever the labels and parameters, so after each
@@ -58,7 +64,7 @@ from pymc_crp.core.partition_math import draw_weighted
 __all__ = ["SweepState", "aux_label_sweep", "new_cluster_weights"]
 
 # Layout of the int64 ``state`` vector shared with the caller.
-N_OCCUPIED, N_FREE, N_FULL, BORN_FROM, N_SPARE = 0, 1, 2, 3, 4
+N_OCCUPIED, N_FREE, N_FULL, BORN_FROM, N_SPARE, SPARE_HEAD = 0, 1, 2, 3, 4, 5
 
 
 def new_cluster_weights(theta: float, discount: float, n_slots: int) -> np.ndarray:
@@ -72,8 +78,9 @@ class SweepState:
 
     ``occupied[:K]`` and ``free[:L-K]`` list the slots; ``where[s]`` is the position of slot
     ``s`` in its list; ``state`` holds ``K``, ``L - K``, the number of visits at which a new
-    cluster had prior mass but no slot was free, the auxiliary a new cluster came from and the
-    number of spare auxiliaries held (set by the caller, see :func:`aux_label_sweep`).
+    cluster had prior mass but no slot was free, the auxiliary a new cluster came from, the
+    number of spare auxiliaries held and the place of the oldest of them in the ring of spares
+    (the last two set by the caller, see :func:`aux_label_sweep`).
     """
 
     def __init__(self, labels: np.ndarray, n_slots: int):
@@ -90,7 +97,7 @@ class SweepState:
         self.where = np.zeros(n_slots, np.int64)
         self.where[occupied] = np.arange(occupied.size)
         self.where[free] = np.arange(free.size)
-        self.state = np.array([occupied.size, free.size, 0, -1, 0], dtype=np.int64)
+        self.state = np.array([occupied.size, free.size, 0, -1, 0, 0], dtype=np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -104,6 +111,24 @@ def _move(slot, src, dst, where, state, src_n, dst_n):  # pragma: no cover - com
     dst[state[dst_n]] = slot
     where[slot] = state[dst_n]
     state[dst_n] += 1
+
+
+@njit(cache=True, nogil=True)
+def _keep_spare(column, row, spare_ll, spare_params, state):  # pragma: no cover - compiled
+    """Put a displaced auxiliary (``column`` of ``aux_ll``, ``row`` of parameters) in the ring
+    of spares as its newest; when the ring is full the oldest gives way."""
+    size = spare_ll.shape[1]
+    if size == 0:
+        return
+    held, head = state[N_SPARE], state[SPARE_HEAD]
+    if held < size:
+        place = (head + held) % size
+        state[N_SPARE] = held + 1
+    else:
+        place = head
+        state[SPARE_HEAD] = (head + 1) % size
+    spare_ll[:, place] = column
+    spare_params[place, :] = row
 
 
 @njit(cache=True, nogil=True)
@@ -152,11 +177,12 @@ def aux_label_sweep(
     logw : float64 (L + m,)
         Scratch.
     spare_ll, spare_params : float64 (N, S), (S, P)
-        Spare auxiliaries, ``state[4]`` of them held: an auxiliary that a singleton's parameter
-        displaces is kept there (while fewer than ``S`` are held) instead of dropped, and a
-        new cluster's auxiliary is replaced by the last one kept. A displaced auxiliary is an
-        independent prior draw that no visit reads afterwards, so it is still one, independent
-        of the state, when it takes the place of a taken auxiliary (module docstring).
+        Ring of spare auxiliaries, ``state[4]`` of them held from place ``state[5]`` (the
+        oldest) on: every auxiliary that a singleton's parameter displaces is kept there as the
+        newest (the oldest giving way when ``S`` are held), and a new cluster's auxiliary is
+        replaced by the newest one held. A displaced auxiliary is an independent prior draw
+        that no visit reads afterwards, so it is still one, independent of the state, when it
+        takes the place of a taken auxiliary (module docstring).
     reborn : bool (L,)
         Set for each slot where a new cluster is born (its column holds only the rows not yet
         visited at its auxiliary's last draw).
@@ -179,11 +205,7 @@ def aux_label_sweep(
         if counts[old] == 0:  # a singleton: its parameter becomes a random auxiliary
             _move(old, occupied, free, where, state, N_OCCUPIED, N_FREE)
             t = min(int(uniforms[pos, 1] * n_aux), n_aux - 1)
-            kept = state[N_SPARE]
-            if kept < spare_ll.shape[1]:  # keep the displaced auxiliary as a spare
-                spare_ll[:, kept] = aux_ll[:, t]
-                spare_params[kept, :] = aux_params[t, :]
-                state[N_SPARE] = kept + 1
+            _keep_spare(aux_ll[:, t], aux_params[t, :], spare_ll, spare_params, state)
             aux_ll[:, t] = ll[:, old]
             aux_params[t, :] = params[old, :]
         n_occ = state[N_OCCUPIED]
@@ -226,11 +248,12 @@ def aux_label_sweep(
         ll[:, slot] = aux_ll[:, t]
         params[slot, :] = aux_params[t, :]
         reborn[slot] = True
-        kept = state[N_SPARE]
-        if kept > 0:  # the last spare takes the taken auxiliary's place
-            aux_ll[:, t] = spare_ll[:, kept - 1]
-            aux_params[t, :] = spare_params[kept - 1, :]
-            state[N_SPARE] = kept - 1
+        held = state[N_SPARE]
+        if held > 0:  # the newest spare takes the taken auxiliary's place
+            newest = (state[SPARE_HEAD] + held - 1) % spare_ll.shape[1]
+            aux_ll[:, t] = spare_ll[:, newest]
+            aux_params[t, :] = spare_params[newest, :]
+            state[N_SPARE] = held - 1
             continue
         state[BORN_FROM] = t
         return pos + 1

@@ -34,6 +34,7 @@ from pymc_crp.core.aux_label_sweep import (
     BORN_FROM,
     N_FULL,
     N_SPARE,
+    SPARE_HEAD,
     SweepState,
     aux_label_sweep,
 )
@@ -183,7 +184,7 @@ class LabelRounds:
         flat, flat_aux = utilities.reshape(n_slots, -1), aux.utilities.reshape(n_aux, -1)
         flat_spares = aux.spares.reshape(n_spare, -1)
         born = np.zeros(n_slots, dtype=np.bool_)
-        sweep.state[N_SPARE] = aux.n_spare
+        sweep.state[N_SPARE], sweep.state[SPARE_HEAD] = aux.n_spare, 0
         position = 0
         while True:
             sweep.state[BORN_FROM] = -1
@@ -195,8 +196,10 @@ class LabelRounds:
             t = int(sweep.state[BORN_FROM])  # a new cluster took auxiliary t, no spare left
             if t >= 0:  # (also at the last visit: the next round reuses the auxiliaries)
                 aux.utilities[t] = next_draw()
-            if position >= n_lists:
+            if position >= n_lists:  # the spares held, oldest first
                 aux.n_spare = int(sweep.state[N_SPARE])
+                held = (int(sweep.state[SPARE_HEAD]) + np.arange(aux.n_spare)) % n_spare
+                aux.spares[: aux.n_spare] = aux.spares[held]
                 return born, aux
             remaining = order[position:]
             aux_ll[remaining, t] = self._column(aux.utilities[t], remaining, noise)
@@ -204,7 +207,7 @@ class LabelRounds:
 
 class Auxiliaries:
     """The auxiliary utilities ``(m, M, K)`` of the label sweeps and the spares ``(m, M, K)``
-    kept from them (the first ``n_spare``; :func:`~pymc_crp.core.aux_label_sweep.
+    kept from them (the first ``n_spare``, oldest first; :func:`~pymc_crp.core.aux_label_sweep.
     aux_label_sweep`), carried from round to round within a step: all independent draws of
     the slot prior, independent of the labels and utilities."""
 
