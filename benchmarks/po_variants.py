@@ -87,6 +87,11 @@ def variant_steps(model, variant):
     elif variant.startswith("cells"):  # new, with N scans of within-interval utility draws
         with model:
             step = [pmc.UtilityMetropolis([model["U"]], cell_sweeps=int(variant[5:]))]
+    elif variant in ("reuse", "fresh"):  # new, the sweeps' auxiliaries reused from round to
+        with model:  # round or drawn for each sweep (forty-fifth session; default by item sets)
+            step = [
+                pmc.PartialOrderLabelGibbs(label_block(model), reuse_auxiliaries=variant == "reuse")
+            ]
     elif variant.startswith("aux"):  # new, with another number of auxiliary slots
         with model:
             step = [pmc.PartialOrderLabelGibbs(label_block(model), n_aux=int(variant[3:]))]

@@ -102,7 +102,11 @@ from pymc_crp.step_methods.po_annealed_split_merge import (
     anneal_factor,
     default_anneal,
 )
-from pymc_crp.step_methods.po_label_rounds import POOL_DRAWS, LabelRounds
+from pymc_crp.step_methods.po_label_rounds import (
+    POOL_DRAWS,
+    LabelRounds,
+    reuse_auxiliaries_option,
+)
 from pymc_crp.step_methods.po_marginal_utilities import MarginalUtilityMoves
 from pymc_crp.step_methods.po_prior_split_merge import PriorSplitMerge
 from pymc_crp.step_methods.po_split_merge import InformedSplitMerge
@@ -158,6 +162,12 @@ class PartialOrderLabelGibbs(
         :class:`~pymc_crp.ConcentrationGivenClusters` step instead.
     n_aux : int, default 3
         ``m``, the number of auxiliary utility matrices (exact for any ``m >= 1``).
+    reuse_auxiliaries : bool, optional
+        Carry the sweeps' auxiliaries (and their spares) from round to round within a step
+        instead of drawing them afresh for each sweep; exact either way. Default: reuse where
+        the lists hold at least 100 distinct sets of items, where a fresh auxiliary costs a
+        count of every list (:func:`~pymc_crp.step_methods.po_label_rounds.
+        reuse_auxiliaries_option`).
     merge_split : int, default 20
         Merge--split proposals per step, made before the sweep (0: none).
     informed_split_merge : int, default 0
@@ -371,6 +381,7 @@ class PartialOrderLabelGibbs(
         vars,
         *,
         n_aux: int = 3,
+        reuse_auxiliaries: bool | None = None,
         merge_split: int = 20,
         informed_split_merge: int = 0,
         annealed_split_merge: float | None = None,
@@ -444,6 +455,7 @@ class PartialOrderLabelGibbs(
         if not direct:
             point = model.initial_point(random_seed=0) if initial_point is None else initial_point
             self._term.enable_slot_scores(model, point, np.random.default_rng(0), compile_kwargs)
+        self.reuse_auxiliaries = reuse_auxiliaries_option(reuse_auxiliaries, self._term.lists)
         if anneal is None:
             n_items = utility_rv.type.shape[1] or int(utility_rv.shape[1].eval())
             anneal = default_anneal(self._term.lists, n_items)
@@ -543,7 +555,7 @@ class PartialOrderLabelGibbs(
         # merges, splits, refused, informed merges and splits, full, annealed merges and splits,
         # tuning-phase merges, lists moved by the weight moves
         tally = np.zeros(10, dtype=np.int64)
-        aux = None  # the sweeps' auxiliaries, reused from round to round
+        aux = None  # the sweeps' auxiliaries (reused from round to round if reuse_auxiliaries)
         for group, n_rounds in enumerate(g for g in groups if g):
             if group:  # the utilities' update between groups of rounds (an exact kernel)
                 point[self._label_name] = labels

@@ -167,21 +167,27 @@ def test_sweeps_leave_every_occupied_column_exact_for_the_next_round():
 
 
 @pytest.mark.slow
-def test_several_rounds_per_step_match_enumeration():
+@pytest.mark.parametrize("reuse", [False, True])
+def test_several_rounds_per_step_match_enumeration(reuse):
     """``sweeps=3``: three rounds of merge--split and sweep per step, the occupied slots'
-    likelihood columns carried from round to round (Pitman--Yor, 8 slots). Slow (40 s): the
-    default run has the same rounds with utility moves between them (next test)."""
-    z = sample_tiny(n_slots=8, n_aux=2, discount=0.3, seed=13, draws=2000, sweeps=3)
+    likelihood columns carried from round to round, the auxiliaries drawn for each sweep or
+    reused (Pitman--Yor, 8 slots). Slow (40 s each): the default run has the same rounds with
+    utility moves between them and reused auxiliaries (next test)."""
+    z = sample_tiny(
+        n_slots=8, n_aux=2, discount=0.3, seed=13, draws=2000, sweeps=3, reuse_auxiliaries=reuse
+    )
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
     assert not mismatches(z, co, k_dist)
 
 
 def test_utility_moves_between_rounds_match_enumeration():
     """``utility_moves=2`` with three rounds: a step of the private utility kernel between
-    every two rounds, the likelihood columns recomputed after it (Pitman--Yor, 8 slots)."""
+    every two rounds, the likelihood columns recomputed after it, the auxiliaries and their
+    spares carried across it (Pitman--Yor, 8 slots)."""
     z = sample_tiny(
-        n_slots=8, n_aux=2, discount=0.3, seed=17, draws=2000, sweeps=3, utility_moves=2
-    )
+        n_slots=8, n_aux=2, discount=0.3, seed=17, draws=2000, sweeps=3, utility_moves=2,
+        reuse_auxiliaries=True,
+    )  # fmt: skip
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
     assert not mismatches(z, co, k_dist)
 
@@ -244,6 +250,20 @@ def test_weight_moves_default_follows_the_number_of_lists():
         assert step.weight_moves == expected
         with model:
             assert pmc.PartialOrderLabelGibbs([model["cluster"]], weight_moves=2).weight_moves == 2
+
+
+def test_auxiliaries_reused_by_default_where_the_lists_hold_many_item_sets():
+    """Reused from round to round from 100 distinct sets of items on (whatever their order or
+    padding), drawn for each sweep below; ``reuse_auxiliaries`` overrides either way."""
+    rng = np.random.default_rng(0)
+    items = [list(range(a, a + 3)) for a in range(100)]  # item sets of 3 of 102 items
+    for n_sets, expected in ((98, False), (99, True)):  # and the set {0, 1} (padded lists)
+        lists = [list(rng.permutation(s)) for s in items[:n_sets]] + [[7, 5, 6], [1, 0], [0, 1]]
+        model = pmc.models.clustered_partial_orders(lists, 102, n_dims=1)
+        with model:
+            assert pmc.PartialOrderLabelGibbs([model["cluster"]]).reuse_auxiliaries == expected
+            step = pmc.PartialOrderLabelGibbs([model["cluster"]], reuse_auxiliaries=not expected)
+            assert step.reuse_auxiliaries == (not expected)
 
 
 def test_weight_moves_only_where_clusters_hold_many_lists():
@@ -473,6 +493,8 @@ def test_bad_arguments():
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves_mean_size=-1.0)
     with pytest.raises(TypeError, match="weight_moves_mean_size"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, weight_moves_mean_size="50")
+    with pytest.raises(TypeError, match="reuse_auxiliaries"):
+        pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, reuse_auxiliaries=1)
     with pytest.raises(ValueError, match="merge_split"):
         pmc.PartialOrderLabelGibbs([model["cluster"]], model=model, merge_split=-1)
     with pytest.raises(TypeError, match="merge_split"):
