@@ -157,7 +157,7 @@ def patch_mutant(monkeypatch, mutant, method):
     "mutant",
     [
         ("rng.gamma(counts - discount)", "rng.gamma(counts + 1.0 - discount)"),  # weights
-        ("np.sum(new_s - log_s)", "np.sum(column[movable] - ll[movable, j])"),  # labels held
+        ("np.sum(new_s - log_s)", "np.sum(column[read_movable] - ll[movable, j])"),  # labels held
     ],
 )
 def test_one_move_check_has_power(monkeypatch, mutant):
