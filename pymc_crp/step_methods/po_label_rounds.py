@@ -64,11 +64,11 @@ def reuse_auxiliaries_option(reuse: bool | None, lists: np.ndarray) -> bool:
 
     Fresh auxiliaries each round mix better (the sweeps propose new orders, not ones most lists
     have declined): on 1,000 rankings of 10 items the bulk ESS of the number of clusters was
-    1,203 and 1,209 on two seeds against 858 and 955 with reuse, which took 0.84 times the
-    time per iteration (``benchmarks/README.md``): lists over one set of items share the work
-    of counting an order (:mod:`pymc_crp.core.lists`), so a fresh auxiliary is cheap there.
-    Where each list ranks its own items it costs a count of every list, and reuse cut the
-    counts of a label step from 84,466 to 64,105 (module docstring)."""
+    1,033, 1,203 and 1,209 on three seeds against 882, 858 and 955 with reuse, which took 0.84
+    times the time per iteration (``benchmarks/README.md``): lists over one set of items
+    share the work of counting an order (:mod:`pymc_crp.core.lists`), so a fresh auxiliary is
+    cheap there. Where each list ranks its own items it costs a count of every list, and reuse
+    cut the counts of a label step from 84,466 to 64,105 (module docstring)."""
     if reuse is not None:
         if not isinstance(reuse, bool | np.bool_):
             raise TypeError(f"reuse_auxiliaries must be True, False or None, got {reuse!r}")
