@@ -80,10 +80,9 @@ def reuse_auxiliaries_option(reuse: bool | None, lists: np.ndarray) -> bool:
 class LabelRounds:
     """Mixin of :class:`~pymc_crp.PartialOrderLabelGibbs`: the rounds of the module docstring.
     Reads the step's ``rng``, ``n_slots``, ``n_aux``, ``reuse_auxiliaries``, ``sweep``,
-    ``merge_split``,
-    ``informed_split_merge``, ``weight_moves``, ``weight_moves_mean_size``, ``_beta``,
-    ``_annealed_rate``, ``_merge_now`` (tuning-phase merges in this step), ``_term`` (the list
-    term), ``_draw_fn``/``_draw_rng`` (compiled prior draws), ``_slot_prior`` and the
+    ``merge_split``, ``informed_split_merge``, ``weight_moves``, ``weight_moves_mean_size``,
+    ``_beta``, ``_annealed_rate``, ``_merge_now`` (tuning-phase merges in this step), ``_term``
+    (the list term), ``_draw_fn``/``_draw_rng`` (compiled prior draws), ``_slot_prior`` and the
     split--merge mixins' proposal methods."""
 
     def _prior_draws(self, point) -> np.ndarray:
