@@ -37,8 +37,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import platform
 import time
 import warnings
+from importlib import metadata
 
 warnings.filterwarnings("ignore")
 
@@ -62,6 +64,10 @@ QUANTITIES = (
     "rho",
     "alpha",
 )
+
+
+# Packages whose versions the header prints.
+VERSIONS_PRINTED = ("pymc_crp", "pymc", "pytensor", "numpy", "numba", "scipy")
 
 
 def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5, planted=False):
@@ -335,6 +341,10 @@ def main():
     print(
         f"{described}; {args.chains} chains x ({args.tune} tune + {args.draws} draws), "
         f"cores={args.cores}; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(  # times differ between machines and releases: say which ones made these
+        f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
+        + ", ".join(f"{name} {metadata.version(name)}" for name in VERSIONS_PRINTED)
     )
     if not args.skip_chains:
         variants = tuple(dict.fromkeys((args.baseline, *args.variants)))  # each run once
