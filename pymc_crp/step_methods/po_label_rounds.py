@@ -26,7 +26,7 @@ items, where a fresh auxiliary costs a count of every list, the label step from 
 of 1,000 lists over 100 items (9 clusters) counted 84,466 lists per step when each round drew
 fresh auxiliaries, 71,637 with them reused and 64,105 with the spares too (147, 130, 120 ms)
 (``benchmarks/README.md``). Over 10 items, where the lists share the work of counting, reuse
-saved a sixth of the time per iteration but lost a fifth to a third of the ESS, so it is off
+saved a sixth of the time per iteration but lost 6–32 % of the ESS (three seeds), so it is off
 there by default.
 """
 
