@@ -27,7 +27,7 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pytensor.gradient import DisconnectedType, grad_undefined
-from pytensor.graph.basic import Apply
+from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.replace import _vectorize_node
 from pytensor.tensor.random.op import RandomVariable
@@ -220,7 +220,8 @@ class PartialOrderLists(Discrete):
         Queue-jumping probability ``p`` in ``[0, 1]``. Differentiable.
     direction : {"top-down", "bottom-up"}
     observed : list of lists or padded int array
-        The lists (best first); each list's item set is taken as given.
+        The lists (best first); each list's item set is taken as given. Not a ``pm.Data``
+        container: the steps prepare the lists once, so other lists need a new model.
     items : list of lists, optional
         Item sets of the lists when there is no ``observed`` (for prior simulation).
     n_items : int, optional
@@ -251,6 +252,13 @@ class PartialOrderLists(Discrete):
         observed = kwargs.get("observed")
         utilities = pt.as_tensor_variable(utilities)
         n_items = _n_items(utilities, n_items)
+        if isinstance(observed, Variable):
+            raise TypeError(
+                "observed must hold the lists themselves (a list of integer sequences or a "
+                "padded array), not a PyTensor variable or pm.Data container (got "
+                f"{type(observed).__name__}): the list-likelihood steps prepare the lists once, "
+                "when pm.sample builds them; to fit other lists, build the model again"
+            )
         if observed is not None:
             kwargs["observed"] = encode_lists(observed, n_items, name="observed")
             item_sets = _item_sets(kwargs["observed"])

@@ -133,6 +133,15 @@ def test_bad_lists(observed, match):
             pmc.PartialOrderLists("y", np.zeros((M, K)), None, 0.1, observed=observed)
 
 
+def test_observed_lists_through_pm_data_are_refused():
+    """The steps read the observed lists once, so a pm.Data container (whose value pm.set_data
+    could swap under them) is refused with a TypeError naming ``observed``."""
+    with pm.Model():
+        data = pm.Data("obs", encode_lists(LISTS, M))
+        with pytest.raises(TypeError, match="observed must hold the lists themselves.*pm.Data"):
+            pmc.PartialOrderLists("y", np.zeros((M, K)), None, 0.1, observed=data)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="direction"):
         PartialOrderLists.dist(UTILS, LABELS, 0.1, item_sets=encode_lists(LISTS, M), direction="x")
