@@ -24,6 +24,7 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+from machine import describe_machine
 from po_convergence import simulate_heterogeneous, simulate_many_items
 
 from pymc_crp.core.lists import list_likelihood_cache, order_words
@@ -92,6 +93,7 @@ def main() -> None:
         "--many-items", type=int, default=0, help="lists of 10 of this many items (default: 10)"
     )
     args = parser.parse_args()
+    print(describe_machine())
     rng = np.random.default_rng(0)
     if args.many_items:
         n_items = args.many_items

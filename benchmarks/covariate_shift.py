@@ -39,6 +39,7 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from scipy import special  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
@@ -131,6 +132,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--part", choices=("beta", "cycles", "labels"), default="beta")
     args = parser.parse_args()
+    print(describe_machine())
     logging.getLogger("pymc").setLevel(logging.ERROR)
     rng = np.random.default_rng(0)
     single_lists, single_x = simulate(40, 1, rng)

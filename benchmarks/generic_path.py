@@ -32,6 +32,7 @@ import warnings
 import arviz as az
 import numpy as np
 import pymc as pm
+from machine import describe_machine
 
 import pymc_crp as pmc
 
@@ -105,6 +106,7 @@ def main():
     parser.add_argument("--seed", type=int, default=20261123)
     parser.add_argument("--models", nargs="+", default=["readme", "example", "studentt"])
     args = parser.parse_args()
+    print(describe_machine())
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
     print(f"draws={args.draws} tune={args.tune} chains={args.chains} (one core, sequential)")

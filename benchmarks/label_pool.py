@@ -21,6 +21,7 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_convergence import simulate  # noqa: E402
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers  # noqa: E402
 
@@ -66,6 +67,7 @@ def main():
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=200)
     args = parser.parse_args()
+    print(describe_machine())
     settings = (("14 lists, L = 4", 14, 4), ("1,000 lists, default L", 1000, None))
     for label, n_lists, slots in settings:
         lists, _ = simulate(n_lists, np.random.default_rng(0))

@@ -23,6 +23,7 @@ import time
 from functools import partial
 
 import numpy as np
+from machine import describe_machine
 
 from pymc_crp.core.label_sweep import gibbs_label_sweep, likelihood_weights
 from pymc_crp.core.partition_math import CRP_PRIOR, DIRICHLET_MULTINOMIAL_PRIOR
@@ -182,6 +183,7 @@ def main():
     parser.add_argument("--numpy-repeats", type=int, default=3)
     parser.add_argument("--skip-step", action="store_true")
     args = parser.parse_args()
+    print(describe_machine())
 
     import numba
 

@@ -24,6 +24,7 @@ import time
 
 import networkx as nx
 import numpy as np
+from machine import describe_machine
 
 from pymc_crp import posets as P
 from pymc_crp.core import linext_kernels as _linext
@@ -77,6 +78,7 @@ def fmt_ms(seconds):
 
 
 def main():
+    print(describe_machine())
     rng_warm = np.random.default_rng(0)
     t0 = time.perf_counter()
     P.count_linear_extensions(P.random_two_dimensional_order(6, rng_warm))

@@ -24,6 +24,7 @@ import math
 import time
 
 import numpy as np
+from machine import describe_machine
 
 from pymc_crp import posets as P
 from pymc_crp.core import linext_kernels as _linext
@@ -77,6 +78,7 @@ def python_log_likelihoods(closed, lists, p, top_down=True):
 
 
 def main():
+    print(describe_machine())
     rng = np.random.default_rng(2025)
     lists = np.array([rng.choice(N_ITEMS, size=LENGTH, replace=False) for _ in range(N_LISTS)])
     lengths = np.full(N_LISTS, LENGTH)

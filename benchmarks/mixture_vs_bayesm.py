@@ -37,6 +37,7 @@ import tempfile
 import time
 
 import numpy as np
+from machine import describe_machine
 
 import pymc_crp as pmc
 
@@ -270,6 +271,7 @@ def main(argv=None):
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args(argv)
+    print(describe_machine())
 
     rscript = ensure_bayesm()
     results = {}

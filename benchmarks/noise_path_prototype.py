@@ -37,6 +37,7 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_convergence import simulate  # noqa: E402
 from scipy.special import betaln, expit  # noqa: E402
 
@@ -147,6 +148,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated lists")
     parser.add_argument("--sampler-seed", type=int, default=0, help="seeds of the chains")
     args = parser.parse_args()
+    print(describe_machine())
     lists, _ = simulate(args.lists, np.random.default_rng(args.seed))
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
     rates = {}

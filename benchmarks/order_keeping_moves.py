@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from machine import describe_machine
 from scipy.special import ndtr, ndtri
 
 from pymc_crp.core.column_moves import column_moves, column_swaps
@@ -130,6 +131,7 @@ def _per_call(fn, args, n_calls) -> float:
 
 
 def main() -> None:
+    print(describe_machine())
     rng = np.random.default_rng(0)
     print(f"{'setting':30s} {'move':14s} {'NumPy us':>9s} {'compiled us':>12s} {'ratio':>7s}")
     for name, (n_slots, n_items, n_dims) in SETTINGS.items():

@@ -23,6 +23,7 @@ import argparse
 import time
 
 import numpy as np
+from machine import describe_machine
 
 from pymc_crp.core.linext_support import float_binomials, utility_relation_words
 from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, ListSet
@@ -65,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--orders", type=int, default=200)
     args = parser.parse_args()
+    print(describe_machine())
     rng = np.random.default_rng(0)
     print(f"{args.orders} orders of a random walk of 2-D utilities, one item moved per step")
     print(f"{'lists':16s} {'memo (s)':>9s} {'no memo (s)':>12s} {'ratio':>6s} {'hits':>6s}")

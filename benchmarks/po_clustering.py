@@ -34,6 +34,7 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
 from pymc_crp.core.lists import DEFAULT_CACHE_BYTES, list_likelihood_cache  # noqa: E402
@@ -83,6 +84,7 @@ def main():
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    print(describe_machine())
     rng = np.random.default_rng(0)
     print(f"load average at start: {os.getloadavg()}")
     header = f"{'lists':>6} {'ms/iter':>9} {'us/list':>8} {'no cache':>9} {'ratio':>6}"

@@ -36,17 +36,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import platform
 import time
 import warnings
-from importlib import metadata
 
 warnings.filterwarnings("ignore")
 
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_variants import in_default_order, variant_steps  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
@@ -64,10 +62,6 @@ QUANTITIES = (
     "rho",
     "alpha",
 )
-
-
-# Packages whose versions the header prints.
-VERSIONS_PRINTED = ("pymc_crp", "pymc", "pytensor", "numpy", "numba", "scipy")
 
 
 def simulate(n_lists, rng, n_items=10, n_dims=3, p=0.1, tau=0.5, planted=False):
@@ -316,6 +310,7 @@ def main():
         "(max_clusters=L); a+b joins the steps of a and b (e.g. sw2+hmc2)",
     )
     args = parser.parse_args()
+    print(describe_machine())
     rng = np.random.default_rng(args.seed)
     if args.data == "witness":
         witness = pmc.datasets.load_witness_lists()
@@ -340,11 +335,7 @@ def main():
         described = f"{args.lists} full rankings of 10 items, 5 planted orders (3 dims), p = 0.1"
     print(
         f"{described}; {args.chains} chains x ({args.tune} tune + {args.draws} draws), "
-        f"cores={args.cores}; load average {os.getloadavg()[0]:.2f}"
-    )
-    print(  # times differ between machines and releases: say which ones made these
-        f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-        + ", ".join(f"{name} {metadata.version(name)}" for name in VERSIONS_PRINTED)
+        f"cores={args.cores}"
     )
     if not args.skip_chains:
         variants = tuple(dict.fromkeys((args.baseline, *args.variants)))  # each run once

@@ -16,6 +16,7 @@ import argparse
 import time
 
 import numpy as np
+from machine import describe_machine
 
 from pymc_crp.posterior.draws import canonical_draws
 from pymc_crp.posterior.point_estimate import (
@@ -56,6 +57,7 @@ def main(argv=None):
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=16)
     args = parser.parse_args(argv)
+    print(describe_machine())
 
     # compile the numba kernels outside the timings
     _, small = synthetic_draws(30, 20, seed=1)

@@ -26,6 +26,7 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_convergence import simulate, total_loglik  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
@@ -88,6 +89,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--demo", action="store_true", help="the demo's 15 witness lists")
     args = parser.parse_args()
+    print(describe_machine())
     if args.demo:
         data = pmc.datasets.load_witness_lists()
         lists, n_items = data.lists, data.n_items

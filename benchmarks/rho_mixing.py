@@ -31,6 +31,7 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
 from pymc_crp.posets import partial_order_from_utilities, sample_list  # noqa: E402
@@ -75,6 +76,7 @@ def main():
     parser.add_argument("--tune", type=int, default=500)
     parser.add_argument("--chains", type=int, default=4)
     args = parser.parse_args()
+    print(describe_machine())
     logging.getLogger("pymc").setLevel(logging.ERROR)
     rng = np.random.default_rng(2026)
     witness = pmc.datasets.load_witness_lists()

@@ -36,6 +36,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from machine import describe_machine  # noqa: E402
 
 from pymc_crp.sbc import SBCResult  # noqa: E402
 
@@ -130,6 +131,7 @@ def main(argv=None):
     )
     parser.add_argument("--shard", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    print(describe_machine())
     if args.workers < 1:
         parser.error(f"--workers must be a positive integer, got {args.workers}")
     if args.seed is not None and args.seed < 0:

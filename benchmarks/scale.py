@@ -40,6 +40,8 @@ import time
 import tracemalloc
 import warnings
 
+from machine import describe_machine
+
 SIZES = {"crp-normal": (25_000, 100_000), "mixture": (25_000, 100_000), "po": (2_500, 10_000)}
 MAX_CLUSTERS = 10
 
@@ -130,6 +132,7 @@ def main():
     parser.add_argument("--cases", nargs="+", default=list(SIZES))
     parser.add_argument("--one", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    print(describe_machine())
     if args.one:  # child process
         warnings.filterwarnings("ignore")
         result = run_case(args.one[0], int(args.one[1]), args.iterations)

@@ -41,6 +41,7 @@ warnings.filterwarnings("ignore")
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_convergence import SHARES, simulate  # noqa: E402
 from po_variants import in_default_order  # noqa: E402
 
@@ -241,6 +242,7 @@ def main():
         "(chain_state; --seed is its random_seed)",
     )  # fmt: skip
     args = parser.parse_args()
+    print(describe_machine())
     if args.iterations < 2:
         parser.error("--iterations must be at least 2")
     if args.probe_levels:

@@ -28,6 +28,7 @@ warnings.filterwarnings("ignore")
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+from machine import describe_machine  # noqa: E402
 from po_convergence import simulate  # noqa: E402
 
 import pymc_crp as pmc  # noqa: E402
@@ -128,6 +129,7 @@ def main():
         "--repeats", type=int, default=1, help="runs of each variant with other chain seeds"
     )
     args = parser.parse_args()
+    print(describe_machine())
     lists, truth = simulate(args.lists, np.random.default_rng(0))
     model = pmc.models.clustered_partial_orders(lists, 10, n_dims=3)
     print(
