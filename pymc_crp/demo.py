@@ -13,6 +13,7 @@ names.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
 from pathlib import Path
@@ -33,11 +34,15 @@ import pymc_crp as pmc  # noqa: E402
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m pymc_crp.demo", description=__doc__)
     parser.add_argument("--output", default="pymc_crp_demo", help="folder for the plots")
-    parser.add_argument("--draws", type=int, default=2000)
-    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=2000, help="kept draws per chain")
+    parser.add_argument("--tune", type=int, default=1000, help="tuning iterations per chain")
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument(
-        "--cores", type=int, default=None, help="processes (default: PyMC's, up to 4)"
+        "--cores",
+        type=int,
+        default=None,
+        help="processes (default: one per chain, at most the CPUs this process may use; "
+        "PyMC's own default counts half of them)",
     )
     parser.add_argument("--dims", type=int, default=3, help="latent dimensions K")
     parser.add_argument(
@@ -48,8 +53,19 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def default_cores(chains: int) -> int:
+    """One process per chain, at most the CPUs this process may run on (PyMC's default,
+    half of ``os.cpu_count()``, runs the demo's 4 chains in one process on 2 CPUs)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(chains, cpus))
+
+
 def main(argv=None) -> az.InferenceData:
     args = parse_args(argv)
+    cores = default_cores(args.chains) if args.cores is None else args.cores
     data = pmc.datasets.load_witness_lists()
     print(f"Data: {len(data.lists)} witness lists over {data.n_items} bishops (1135 charters).")
     slots = {} if args.max_clusters is None else {"max_clusters": args.max_clusters}
@@ -60,7 +76,7 @@ def main(argv=None) -> az.InferenceData:
             draws=args.draws,
             tune=args.tune,
             chains=args.chains,
-            cores=args.cores,
+            cores=cores,
             random_seed=args.seed,
             progressbar=not args.no_progressbar,
             compute_convergence_checks=False,

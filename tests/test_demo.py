@@ -15,3 +15,12 @@ def test_demo_runs_and_reports_convergence_and_uncertainty(tmp_path, capsys):
     for name in ("consensus_orders.png", "similarity.png", "n_clusters.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert idata.posterior.sizes["chain"] == 2
+
+
+def test_demo_runs_one_process_per_chain_up_to_the_cpus(monkeypatch):
+    """PyMC's default counts half the CPUs (one process on 2 CPUs); the demo uses them all."""
+    monkeypatch.setattr(demo.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert demo.default_cores(4) == 2
+    monkeypatch.setattr(demo.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert demo.default_cores(4) == 4
+    assert demo.default_cores(1) == 1
