@@ -50,7 +50,10 @@ def parse_args(argv=None):
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-progressbar", action="store_true")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.cores is not None and args.cores < 1:
+        parser.error(f"--cores must be a positive number of processes, got {args.cores}")
+    return args
 
 
 def default_cores(chains: int) -> int:

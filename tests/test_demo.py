@@ -1,5 +1,7 @@
 """``python -m pymc_crp.demo`` end to end on a short run."""
 
+import pytest
+
 from pymc_crp import demo
 
 
@@ -24,3 +26,9 @@ def test_demo_runs_one_process_per_chain_up_to_the_cpus(monkeypatch):
     monkeypatch.setattr(demo.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert demo.default_cores(4) == 4
     assert demo.default_cores(1) == 1
+
+
+def test_demo_refuses_a_non_positive_number_of_processes(capsys):
+    with pytest.raises(SystemExit):
+        demo.parse_args(["--cores", "0"])
+    assert "--cores must be a positive number of processes, got 0" in capsys.readouterr().err

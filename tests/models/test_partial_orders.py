@@ -86,9 +86,9 @@ def test_clustered_model_recovers_three_planted_orders():
     probable order) reaches only ARI 0.902 against the true groups: a few short lists fit two
     orders, and the posterior puts such a list alone about as often as not (P(K = 3) and
     P(K = 4) are close, for every seed of the sampler). So the fit must match that oracle
-    (ARI >= 0.9) and reach the truth within 0.03 of the oracle's ARI (the issue's acceptance;
-    0.890 measured) and at least 0.85, with 3 clusters of 5 or more lists in the point estimate
-    and as the posterior mode, and never fewer than 3.
+    (ARI >= 0.9) and reach the truth within 0.03 of the oracle's ARI (issue 15's acceptance)
+    and at least 0.85, with 3 clusters of 5 or more lists in the point estimate and as the
+    posterior mode, and never fewer than 3.
     """
     fit_and_check_recovery(n_orders=3, n_per=40, n_items=10, draws=800, seed=1, min_ari=0.85)
 
