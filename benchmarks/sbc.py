@@ -131,7 +131,8 @@ def main(argv=None):
     )
     parser.add_argument("--shard", type=int, nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    print(describe_machine())
+    if args.shard is None:  # the parent only, not each shard's process
+        print(describe_machine())
     if args.workers < 1:
         parser.error(f"--workers must be a positive integer, got {args.workers}")
     if args.seed is not None and args.seed < 0:

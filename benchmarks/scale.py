@@ -132,7 +132,8 @@ def main():
     parser.add_argument("--cases", nargs="+", default=list(SIZES))
     parser.add_argument("--one", nargs=2, metavar=("CASE", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    print(describe_machine())
+    if not args.one:  # the parent only: a child's output is read for its RESULT line
+        print(describe_machine())
     if args.one:  # child process
         warnings.filterwarnings("ignore")
         result = run_case(args.one[0], int(args.one[1]), args.iterations)
