@@ -57,6 +57,7 @@ from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     is_partition_rv,
     prior_draw_function,
+    reseed,
     term_logps,
 )
 from pymc_crp.step_methods.slot_slice import slice_slots
@@ -359,9 +360,7 @@ class ConjugateCRPGibbs(BlockedStep):
         if self._collapse is not None:
             empty = counts == 0
             if self._refresh_fn is not None and empty.any():
-                self._refresh_rng.set_value(
-                    np.random.default_rng(self.rng.integers(2**63)), borrow=True
-                )
+                reseed(self._refresh_rng, self.rng)
                 draws = self._refresh_fn(point)
                 for name, draw in zip(self._refresh_names, draws, strict=True):
                     updated = np.array(point[name], copy=True)
@@ -479,7 +478,7 @@ class ConjugateCRPGibbs(BlockedStep):
         x0 = np.array(point[partner.name], dtype=np.float64, copy=True)
         empty = ~occupied
         if empty.any():
-            partner.draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)), borrow=True)
+            reseed(partner.draw_rng, self.rng)
             (draw,) = partner.draw(point)
             x0[empty] = draw[empty]
 

@@ -46,6 +46,7 @@ from pymc_crp.step_methods.model_graph import (
     dependent_terms,
     is_partition_rv,
     prior_draw_function,
+    reseed,
     term_logps,
 )
 
@@ -296,7 +297,7 @@ class CRPGibbs(BlockedStep):
 
         empty = counts == 0
         if self._refresh_fn is not None and empty.any():
-            self._refresh_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+            reseed(self._refresh_rng, self.rng)
             for name, draw in zip(self._slot_param_names, self._refresh_fn(point), strict=True):
                 updated = np.array(point[name], copy=True)
                 updated[empty] = draw[empty]

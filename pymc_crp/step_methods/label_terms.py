@@ -37,6 +37,7 @@ from pymc_crp.step_methods.model_graph import (
     is_partition_rv,
     model_signature,
     prior_draw_function,
+    reseed,
     same_signature,
     term_logps,
 )
@@ -129,7 +130,7 @@ def _vary_discrete_values(model: Model, points: list[dict], skip: set, rng) -> N
             continue
         try:
             draw, draw_rng = prior_draw_function(model, [rv])
-            draw_rng.set_value(np.random.default_rng(rng.integers(2**63)), borrow=True)
+            reseed(draw_rng, rng)
             draw(points[0])
         except Exception:  # noqa: BLE001 - no prior draw to be had: keep the initial value
             continue

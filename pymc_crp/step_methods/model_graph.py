@@ -129,6 +129,14 @@ def prior_draw_function(
     return compile_point_function(model, outs, compile_kwargs), rng
 
 
+def reseed(shared_rng, rng: np.random.Generator) -> None:
+    """Seed the shared generator of a compiled draw (e.g. from :func:`prior_draw_function`)
+    with one integer from the step's generator ``rng``, so that every draw comes from the
+    generator PyMC hands the step. The new generator is not copied (``borrow=True``): copying
+    one costs about 75 µs, as much as a small draw."""
+    shared_rng.set_value(np.random.default_rng(rng.integers(2**63)), borrow=True)
+
+
 class PointFunction:
     """A compiled function called with a point (dict of value-variable values).
 

@@ -44,6 +44,7 @@ from pymc_crp.core.aux_label_sweep import (
 )
 from pymc_crp.core.lists import list_likelihood_cache
 from pymc_crp.core.pair_weights import pair_weight_move, pick_pairs
+from pymc_crp.step_methods.model_graph import reseed
 from pymc_crp.step_methods.po_prior_split_merge import SplitMergeState
 
 __all__ = ["LabelRounds", "reuse_auxiliaries_option"]
@@ -88,7 +89,7 @@ class LabelRounds:
     def _prior_draws(self, point) -> np.ndarray:
         """At least ``POOL_DRAWS`` (and ``L``) independent draws of one slot's utilities from
         the slot prior, from one compiled call."""
-        self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+        reseed(self._draw_rng, self.rng)
         draws = np.asarray(self._draw_fn(point)[0], dtype=np.float64)
         return draws.reshape(-1, *draws.shape[2:])
 

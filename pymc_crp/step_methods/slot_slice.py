@@ -37,6 +37,7 @@ from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     dependent_terms,
     prior_draw_function,
+    reseed,
     term_logps,
 )
 
@@ -211,7 +212,7 @@ class SlotSliceSampler(BlockedStep):
         occupied = np.bincount(labels, minlength=self.n_slots) > 0
         x0 = np.array(point[self._name], dtype=np.float64, copy=True)
         # Empty slots: exact draws from the prior.
-        self._prior_rng.set_value(np.random.default_rng(self.rng.integers(2**63)), borrow=True)
+        reseed(self._prior_rng, self.rng)
         (prior_draw,) = self._prior_fn(point)
         x0[~occupied] = prior_draw[~occupied]
         x1, evals = slice_slots(

@@ -37,10 +37,14 @@ def _slot_arrays(step, sweep):
     (((by_item, starts),), ((_, slot_ratios),)) = sweep.by_item, sweep.tables
     prior, index = sweep.prior, sweep.index
     utilities = sweep.utilities[index]  # a view: the moves write into the point
-    rho = np.ascontiguousarray(prior.rho[index], dtype=np.float64)
-    constants = equicorrelated_rows_constants(
-        rho, prior.scale[index], utilities.shape[-1], prior.constants
-    )
+    found = prior.slot_rows.get(index)  # ρ and s are fixed during a step
+    if found is None:
+        rho = np.ascontiguousarray(prior.rho[index], dtype=np.float64)
+        constants = equicorrelated_rows_constants(
+            rho, prior.scale[index], utilities.shape[-1], prior.constants
+        )
+        found = prior.slot_rows[index] = (rho, constants)
+    rho, constants = found
     mean = np.ascontiguousarray(prior.mean[index], dtype=np.float64)
     lists = (
         state.words[sweep.slot], not term.top_down, term.item_words, by_item, starts,

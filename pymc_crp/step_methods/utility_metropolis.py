@@ -63,6 +63,7 @@ from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
     prior_draw_function,
+    reseed,
 )
 from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
 from pymc_crp.step_methods.utility_kernels import TRAJECTORY_MOST_ITEMS, hmc_trajectory, item_sweep
@@ -279,7 +280,7 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
         self.hmc_trajectories = int(hmc_trajectories)
 
     def _prior_draw(self, point):
-        self._draw_rng.set_value(np.random.default_rng(self.rng.integers(2**63)))
+        reseed(self._draw_rng, self.rng)
         return self._draw_fn(point)[0]
 
     def step(self, point):

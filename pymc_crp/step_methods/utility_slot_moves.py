@@ -40,6 +40,7 @@ class _SlotPrior:
     absent_draw: np.ndarray | None = None
     density: np.ndarray | None = None
     constants: dict = field(default_factory=dict)  # of equicorrelated_log_ratio
+    slot_rows: dict = field(default_factory=dict)  # per slot index: (ρ, row constants)
 
 
 @dataclass
