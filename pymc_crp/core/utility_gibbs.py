@@ -207,14 +207,16 @@ def cell_draws(utilities, mean, rho, scale, uniforms) -> None:
 def contiguous_rows(utilities, mean, rho, scale):
     """``(work, mean, rho, scale)`` as the compiled moves of the slots' rows take them:
     contiguous float64 arrays of shapes ``(S, M, K)``, ``(S, M, K)``, ``(S, M)``, ``(S, M)``
-    (``mean``, ``rho`` and ``scale`` broadcast to them; ``work`` is ``utilities`` itself when
-    it already is one, else a copy the caller writes back)."""
+    (``mean``, ``rho`` and ``scale`` broadcast to them, always writable: a broadcast view that is
+    already contiguous, e.g. of one slot, is read-only, and numba compiles a kernel again for
+    read-only arrays; ``work`` is ``utilities`` itself when it already is one, else a copy the
+    caller writes back)."""
     shape = utilities.shape[:2]
     return (
         np.ascontiguousarray(utilities, dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(mean, utilities.shape), dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(rho, shape), dtype=np.float64),
-        np.ascontiguousarray(np.broadcast_to(scale, shape), dtype=np.float64),
+        np.require(np.broadcast_to(mean, utilities.shape), np.float64, ("C", "W")),
+        np.require(np.broadcast_to(rho, shape), np.float64, ("C", "W")),
+        np.require(np.broadcast_to(scale, shape), np.float64, ("C", "W")),
     )
 
 

@@ -324,7 +324,7 @@ class ConjugateCRPGibbs(BlockedStep):
         def aux_matrix(point):
             out = np.asarray(fn(point), dtype=np.float64)
             n_obs = np.shape(point[labels_value.name])[0]
-            return np.ascontiguousarray(np.broadcast_to(out, (n_slots, n_obs)).T)
+            return np.require(np.broadcast_to(out, (n_slots, n_obs)).T, np.float64, ("C", "W"))
 
         return aux_matrix
 
@@ -441,7 +441,7 @@ class ConjugateCRPGibbs(BlockedStep):
         hyper, y, _ = read(point)
         aux = matrix(point)
         hyper = np.ascontiguousarray(hyper, dtype=np.float64)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = np.require(y, np.float64, ("C", "W"))  # a model constant is read-only: one signature
         n_accepted = split_merge_moves(
             slot.family, y, aux, hyper, labels, counts, self.split_merge,
             self._prior_code, concentration, discount, self.rng,

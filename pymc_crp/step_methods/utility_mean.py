@@ -69,7 +69,7 @@ from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc_crp.core import reflective_hmc
 from pymc_crp.core.column_moves import column_moves, column_swaps
 from pymc_crp.core.gumbel_cells import gumbel_cell_draws
-from pymc_crp.core.utility_gibbs import cell_draws
+from pymc_crp.core.utility_gibbs import cell_draws, contiguous_rows
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
 from pymc_crp.step_methods.model_graph import compile_point_function
@@ -296,10 +296,8 @@ class UtilityMeanGibbs(BlockedStep):
         ``N(mean, (1-τ²)Σ_ρ)`` of each row (module docstring, step 3); with item covariates
         (``shift = xβ``) cell draws in the Gumbel scores only."""
         n_slots, n_items, n_dims = block.shape
-        block = np.ascontiguousarray(block)
-        means = np.ascontiguousarray(np.broadcast_to(mean, block.shape))
+        block, means, rhos, scales = contiguous_rows(block, mean, rho, math.sqrt(1.0 - tau**2))
         rows = (n_slots, n_items)
-        rhos, scales = np.full(rows, rho), np.full(rows, math.sqrt(1.0 - tau**2))
         if shift is not None:
             uniforms = self.rng.random((n_dims, 2, *rows))
             gumbel_cell_draws(block, means, rhos, scales, shift, uniforms)
