@@ -50,7 +50,7 @@ from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalRV,
     equicorrelated_log_ratio,
 )
-from pymc_crp.roles import find_model
+from pymc_crp.roles import REGISTRY, find_model
 from pymc_crp.step_methods.list_terms import (
     _carry_entry,
     _list_children,
@@ -62,8 +62,10 @@ from pymc_crp.step_methods.list_terms import (
 from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
+    model_signature,
     prior_draw_function,
     reseed,
+    same_signature,
 )
 from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
 from pymc_crp.step_methods.utility_kernels import TRAJECTORY_MOST_ITEMS, hmc_trajectory, item_sweep
@@ -243,24 +245,11 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
             entries = sum(int(np.sum(t.lists >= 0)) for t in self._terms)
             item_sweeps = repeats_for_entries(entries, _MOST_ITEM_SWEEPS)
         self.item_sweeps = int(item_sweeps)
-        self._prior_fn = compile_point_function(
-            model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
-        )
         self._gaussian = isinstance(rv.owner.op, _GAUSSIAN_OPS)
-        if self._gaussian:
-            mean = pt.broadcast_to(rv.owner.op.dist_params(rv.owner)[0], rv.shape)  # the mean
-            self._mean_fn = compile_point_function(
-                model, model.replace_rvs_by_values([mean])[0], compile_kwargs
-            )
-            self._draw_fn, self._draw_rng = prior_draw_function(model, [rv], compile_kwargs)
-        # Equicorrelated priors: closed-form row densities, and the coordinate Gibbs draws.
-        self._equi_fn = None
-        if isinstance(rv.owner.op, EquicorrelatedNormalRV):
-            params = EquicorrelatedNormalParams.from_rv(rv)
-            rho, scale = model.replace_rvs_by_values([params.rho, params.scale])
-            self._equi_fn = compile_point_function(
-                model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
-            )
+        prior = _prior_functions(model, rv, compile_kwargs)
+        self._prior_fn, self._mean_fn = prior["density"], prior["mean"]
+        self._draw_fn, self._draw_rng = prior["draw"], prior["draw_rng"]
+        self._equi_fn = prior["equicorrelated"]
         direct = self._equi_fn is not None and all(term.direct is not None for term in self._terms)
         asked = {"coordinate_items": self.coordinate_items, "cell_hops": cell_hops}
         asked.update({key: value for key, value in optional.items() if value is not None})
@@ -529,3 +518,44 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
         if _list_children(model, model.rvs_to_values[var], exclude=(var,)) is None:
             return Competence.INCOMPATIBLE
         return Competence.IDEAL
+
+
+def _prior_functions(model, rv, compile_kwargs) -> dict:
+    """The compiled functions of the utilities' prior, once per model and variable.
+
+    ``density`` (element-wise log-density), and for Gaussian priors ``mean``, ``draw`` and its
+    shared generator ``draw_rng``, and for equicorrelated priors ``equicorrelated`` (``ρ`` and
+    the scale, for closed-form row densities and the coordinate Gibbs draws); ``None`` where
+    the prior has no such part. The utility step and the label step's private utility step
+    of one model share them (each re-seeds the draw's generator from its own before a draw),
+    so they are compiled once; rebuilt when the model changes.
+    """
+    signature = model_signature(model)
+    # {utility variable's name: (signature, compile_kwargs, functions)}
+    cache = REGISTRY.cache(model, "utility_prior_functions")
+    held = cache.get(rv.name)
+    if held is not None and same_signature(held[0], signature) and held[1] == compile_kwargs:
+        return held[2]
+    functions = {
+        "density": compile_point_function(
+            model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
+        ),
+        "mean": None,
+        "draw": None,
+        "draw_rng": None,
+        "equicorrelated": None,
+    }
+    if isinstance(rv.owner.op, _GAUSSIAN_OPS):
+        mean = pt.broadcast_to(rv.owner.op.dist_params(rv.owner)[0], rv.shape)  # the mean
+        functions["mean"] = compile_point_function(
+            model, model.replace_rvs_by_values([mean])[0], compile_kwargs
+        )
+        functions["draw"], functions["draw_rng"] = prior_draw_function(model, [rv], compile_kwargs)
+    if isinstance(rv.owner.op, EquicorrelatedNormalRV):
+        params = EquicorrelatedNormalParams.from_rv(rv)
+        rho, scale = model.replace_rvs_by_values([params.rho, params.scale])
+        functions["equicorrelated"] = compile_point_function(
+            model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+        )
+    cache[rv.name] = (signature, compile_kwargs, functions)
+    return functions
