@@ -229,6 +229,27 @@ def test_utility_step_reproducible_and_validates():
     assert adj.shape == (3, 3)
 
 
+def test_the_label_steps_private_utility_step_shares_the_compiled_prior():
+    """The utility step and the label step's private utility step of one model use the same
+    compiled prior functions (compiled once per model); another model compiles its own."""
+    lists = [[0, 1, 2], [2, 1, 0], [1, 0]]
+
+    def utility_steps(model):
+        with model:
+            step = pmc.UtilityMetropolis([model["U"]])
+            labels = pmc.PartialOrderLabelGibbs([model["cluster"]], utility_moves=1)
+        return step, labels._between_utilities
+
+    model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, max_clusters=4)
+    step, private = utility_steps(model)
+    for name in ("_prior_fn", "_mean_fn", "_draw_fn", "_draw_rng", "_equi_fn"):
+        assert getattr(private, name) is getattr(step, name) is not None
+    other, _ = utility_steps(
+        pmc.models.clustered_partial_orders(lists, 3, n_dims=1, max_clusters=4)
+    )
+    assert other._prior_fn is not step._prior_fn
+
+
 def test_default_repeats_follow_the_list_entries():
     """Item sweeps (at most 5) and hyperparameter updates (at most 3) per step."""
     from pymc_crp.step_methods.list_terms import repeats_for_entries
