@@ -76,6 +76,20 @@ def term_logps(model: Model) -> dict:
     return dict(out)
 
 
+def compiled_once_per_model(model: Model, name: str, signature: tuple, compile_kwargs, build):
+    """``build()`` (compiled functions) once per ``model`` and ``name``, shared by the steps
+    that ask for it; built again when ``signature`` (what it was built from, compared with
+    :func:`same_signature`) or ``compile_kwargs`` change."""
+    # "held": (signature, compile_kwargs, what build returned)
+    cache = REGISTRY.cache(model, name)
+    held = cache.get("held")
+    if held is not None and same_signature(held[0], signature) and held[1] == compile_kwargs:
+        return held[2]
+    built = build()
+    cache["held"] = (signature, compile_kwargs, built)
+    return built
+
+
 def same_signature(a: tuple, b: tuple) -> bool:
     """Element-wise identity of two signatures (PyTensor variables do not define ``==``)."""
     return len(a) == len(b) and all(

@@ -132,11 +132,15 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_crp.core.utility_hierarchy import last_axis_mean
 from pymc_crp.distributions.equicorrelated_normal import EquicorrelatedNormalParams
-from pymc_crp.roles import NONCENTRED_KINDS, REGISTRY, noncentred_role
+from pymc_crp.roles import NONCENTRED_KINDS, noncentred_role
 from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
-from pymc_crp.step_methods.model_graph import compile_point_function, same_signature, term_logps
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    compiled_once_per_model,
+    term_logps,
+)
 from pymc_crp.step_methods.noncentred_slots import OccupiedSlotTerms, moved_terms
 from pymc_crp.step_methods.scalar_metropolis import TARGET_ACCEPT, ScalarMetropolisState
 from pymc_crp.step_methods.slot_slice import slice_slots
@@ -185,22 +189,18 @@ def _joint_logp_function(model, compile_kwargs, lists: bool = True):
     for slot utilities whose value variable does not fix it (the moves over the occupied
     slots)."""
     signature, terms = moved_terms(model)
+
+    def build():
+        logps = term_logps(model)
+        zero = pt.constant(0.0, dtype="float64")
+        parts = [sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero)]
+        if lists:  # the list likelihoods apart (tempered by the step)
+            parts.append(sum((pt.sum(logps[t]) for t in terms if is_list_term(t)), zero))
+        return compile_point_function(model, parts if lists else parts[0], compile_kwargs)
+
     # One compiled joint log-density per model, shared by rho and tau.
-    cache = REGISTRY.cache(model, "noncentred_joint_logp" if lists else "noncentred_rest_logp")
-    if (
-        "function" in cache
-        and same_signature(cache["signature"], signature)
-        and cache["compile_kwargs"] == compile_kwargs
-    ):
-        return cache["function"]
-    logps = term_logps(model)
-    zero = pt.constant(0.0, dtype="float64")
-    parts = [sum((pt.sum(logps[t]) for t in terms if not is_list_term(t)), zero)]
-    if lists:  # the list likelihoods apart (tempered by the step)
-        parts.append(sum((pt.sum(logps[t]) for t in terms if is_list_term(t)), zero))
-    function = compile_point_function(model, parts if lists else parts[0], compile_kwargs)
-    cache.update(signature=signature, compile_kwargs=compile_kwargs, function=function)
-    return function
+    name = "noncentred_joint_logp" if lists else "noncentred_rest_logp"
+    return compiled_once_per_model(model, name, signature, compile_kwargs, build)
 
 
 @dataclass_state

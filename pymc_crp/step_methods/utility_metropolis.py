@@ -50,7 +50,7 @@ from pymc_crp.distributions.equicorrelated_normal import (
     EquicorrelatedNormalRV,
     equicorrelated_log_ratio,
 )
-from pymc_crp.roles import REGISTRY, find_model
+from pymc_crp.roles import find_model
 from pymc_crp.step_methods.list_terms import (
     _carry_entry,
     _list_children,
@@ -62,10 +62,10 @@ from pymc_crp.step_methods.list_terms import (
 from pymc_crp.step_methods.metropolis import ScaleTuner
 from pymc_crp.step_methods.model_graph import (
     compile_point_function,
+    compiled_once_per_model,
     model_signature,
     prior_draw_function,
     reseed,
-    same_signature,
 )
 from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
 from pymc_crp.step_methods.utility_kernels import TRAJECTORY_MOST_ITEMS, hmc_trajectory, item_sweep
@@ -530,12 +530,18 @@ def _prior_functions(model, rv, compile_kwargs) -> dict:
     of one model share them (each re-seeds the draw's generator from its own before a draw),
     so they are compiled once; rebuilt when the model changes.
     """
-    signature = model_signature(model)
-    # {utility variable's name: (signature, compile_kwargs, functions)}
-    cache = REGISTRY.cache(model, "utility_prior_functions")
-    held = cache.get(rv.name)
-    if held is not None and same_signature(held[0], signature) and held[1] == compile_kwargs:
-        return held[2]
+    name = f"utility_prior_functions:{rv.name}"
+    return compiled_once_per_model(
+        model,
+        name,
+        model_signature(model),
+        compile_kwargs,
+        lambda: _compile_prior(model, rv, compile_kwargs),
+    )
+
+
+def _compile_prior(model, rv, compile_kwargs) -> dict:
+    """The functions of :func:`_prior_functions`, compiled."""
     functions = {
         "density": compile_point_function(
             model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
@@ -557,5 +563,4 @@ def _prior_functions(model, rv, compile_kwargs) -> dict:
         functions["equicorrelated"] = compile_point_function(
             model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
         )
-    cache[rv.name] = (signature, compile_kwargs, functions)
     return functions
