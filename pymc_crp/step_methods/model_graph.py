@@ -54,21 +54,23 @@ def model_signature(model: Model) -> tuple:
     )
 
 
-def term_logps(model: Model) -> dict:
-    """Elementwise log-density (with Jacobians) of every basic RV and potential of ``model``.
+def term_logps(model: Model, jacobian: bool = True) -> dict:
+    """Elementwise log-density of every basic RV and potential of ``model``, with the
+    Jacobians of the transforms (``jacobian=False``: without them).
 
     Keys are the model variables; values are graphs in terms of the value variables. The
     graphs are built once per model (building them takes a good part of a second, and every
-    step method's set-up and competence check needs them) and rebuilt when variables,
-    values, transforms or potentials change.
+    step method's set-up and competence check needs them; PyMC's ``model.logp(vars=[rv])``
+    builds every term of the model too) and rebuilt when variables, values, transforms or
+    potentials change.
     """
     signature = model_signature(model)
     # "signature": what the graphs were built from; "logps": the graphs.
-    cache = REGISTRY.cache(model, "term_logps")
+    cache = REGISTRY.cache(model, "term_logps" if jacobian else "term_logps_nojac")
     if "logps" in cache and same_signature(cache["signature"], signature):
         return dict(cache["logps"])
     rvs = list(model.basic_RVs)
-    logps = model.logp(vars=rvs, sum=False, jacobian=True)
+    logps = model.logp(vars=rvs, sum=False, jacobian=jacobian)
     out = dict(zip(rvs, logps, strict=True))
     for pot in model.potentials:
         out[pot] = model.replace_rvs_by_values([pot])[0]

@@ -100,7 +100,7 @@ class NoisePathMove:
         self.n_slots = int(n_slots)
         self.path = int(path)
         self._prior_fn = compile_point_function(
-            model, model.logp(vars=[noise], jacobian=True, sum=True), compile_kwargs
+            model, term_logps(model)[noise].sum(), compile_kwargs
         )
         self._noise_fn = compile_point_function(
             model, model.replace_rvs_by_values([noise])[0], compile_kwargs

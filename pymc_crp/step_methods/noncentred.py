@@ -240,6 +240,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
     name = "noncentred_hyperparameter_metropolis"
     _state_class = NonCentredHyperparameterState
+    _defer_target = True  # not compiled where the centred moves run over the occupied slots
     stats_dtypes_shapes = {
         **HyperparameterMetropolis.stats_dtypes_shapes,
         "noncentred_accepted": (bool, []),
@@ -310,6 +311,8 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
                 self._centred_occupied = (
                     self.proposal == "transformed" and self._centred_differences_agree(point)
                 )
+        if not self._centred_occupied:  # the centred moves are the inherited random walk
+            self._compile_target()
 
     def _occupied_differences_agree(self, occupied, point) -> bool:
         """Whether differences of the non-centred move's density over the occupied slots

@@ -167,6 +167,7 @@ class ScalarMetropolis(ScalarStep):
     _state_class = ScalarMetropolisState
     stats_dtypes_shapes = {"scalar_accepted": (bool, []), "scalar_scale": (np.float64, [])}
     likelihood_temperature: float = 1.0
+    _defer_target = False  # True: the subclass compiles the target only if it will use it
 
     def __init__(
         self,
@@ -198,7 +199,7 @@ class ScalarMetropolis(ScalarStep):
         logps = term_logps(model)
         children = dependent_terms(model, value_var, logps, exclude=(rv,))
         self.reads_lists = any(is_list_term(c) for c in children)
-        own = model.logp(vars=[rv], jacobian=False, sum=True)
+        own = pt.sum(term_logps(model, jacobian=False)[rv])
         zero = pt.constant(0.0, dtype="float64")
         # Two parts: the list likelihoods (tempered by ``likelihood_temperature``) and the rest.
         rest = own + sum((pt.sum(logps[c]) for c in children if not is_list_term(c)), zero)
@@ -206,7 +207,10 @@ class ScalarMetropolis(ScalarStep):
         parts = graph_replace([rest, lists], {value_var: to_value}, strict=False)
         value_inputs = [v for v in explicit_graph_inputs(parts) if v in set(model.value_vars)]
         self._input_names = [v.name for v in value_inputs]
-        self._target_fn = compile_pytensor([theta, *value_inputs], parts, **(compile_kwargs or {}))
+        self._target_graph = ([theta, *value_inputs], parts, dict(compile_kwargs or {}))
+        self._target_fn = None
+        if not self._defer_target:
+            self._compile_target()
         self._to_value = compile_pytensor([theta], to_value)
         self._from_value = compile_pytensor([value_var], model.replace_rvs_by_values([rv])[0])
         self._log_jacobian = None
@@ -218,6 +222,13 @@ class ScalarMetropolis(ScalarStep):
             self._jacobian_inputs = [v.name for v in jac_inputs if v is not value_var]
             others = [v for v in jac_inputs if v is not value_var]
             self._log_jacobian = compile_pytensor([value_var, *others], pt.sum(log_jac))
+
+    def _compile_target(self) -> None:
+        """Compile the log target of the random walk (once; a subclass that may never use
+        it sets ``_defer_target`` and calls this where it will)."""
+        if self._target_fn is None:
+            inputs, parts, compile_kwargs = self._target_graph
+            self._target_fn = compile_pytensor(inputs, parts, **compile_kwargs)
 
     def _log_jacobian_at(self, value, point) -> float:
         if self._log_jacobian is None:

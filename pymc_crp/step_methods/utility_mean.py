@@ -72,7 +72,7 @@ from pymc_crp.core.gumbel_cells import gumbel_cell_draws
 from pymc_crp.core.utility_gibbs import cell_draws, contiguous_rows
 from pymc_crp.core.utility_hierarchy import collapsed_log_density, hierarchy_statistics
 from pymc_crp.roles import UtilityMeanRole, get_role
-from pymc_crp.step_methods.model_graph import compile_point_function
+from pymc_crp.step_methods.model_graph import compile_point_function, term_logps
 from pymc_crp.step_methods.utility_kernels import DURATION, MAX_EVENTS, TRAJECTORY_MOST_ITEMS
 
 __all__ = ["UtilityMeanGibbs"]
@@ -217,7 +217,7 @@ class UtilityMeanGibbs(BlockedStep):
                 hyper_value = model.rvs_to_values[hyper]
                 if model.rvs_to_transforms.get(hyper) is None:
                     continue  # the moves are on the unconstrained scale
-                logp = model.logp(vars=[hyper], jacobian=True, sum=True)
+                logp = pt.sum(term_logps(model)[hyper])
                 outs = [pt.cast(g, "float64") for g in (*graphs[1:], logp)]
                 fn = compile_point_function(model, outs, compile_kwargs)
                 self._hyper.append((hyper_value.name, fn))

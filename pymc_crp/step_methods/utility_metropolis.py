@@ -66,6 +66,7 @@ from pymc_crp.step_methods.model_graph import (
     model_signature,
     prior_draw_function,
     reseed,
+    term_logps,
 )
 from pymc_crp.step_methods.utility_coordinates import CoordinateMoves
 from pymc_crp.step_methods.utility_kernels import TRAJECTORY_MOST_ITEMS, hmc_trajectory, item_sweep
@@ -544,7 +545,7 @@ def _compile_prior(model, rv, compile_kwargs) -> dict:
     """The functions of :func:`_prior_functions`, compiled."""
     functions = {
         "density": compile_point_function(
-            model, model.logp(vars=[rv], sum=False, jacobian=False)[0], compile_kwargs
+            model, term_logps(model, jacobian=False)[rv], compile_kwargs
         ),
         "mean": None,
         "draw": None,

@@ -1,11 +1,11 @@
-"""Prior draws compiled from the model graph (``pymc_crp.step_methods.model_graph``)."""
+"""Prior draws and term densities from the model graph (``pymc_crp.step_methods.model_graph``)."""
 
 import numpy as np
 import pymc as pm
 import pytest
 
 import pymc_crp as pmc
-from pymc_crp.step_methods.model_graph import prior_draw_function
+from pymc_crp.step_methods.model_graph import prior_draw_function, term_logps
 
 N_BATCH = 400
 
@@ -50,3 +50,48 @@ def test_batch_refuses_a_transformed_variable():
         pm.HalfNormal("s", 1.0, shape=2)
     with pytest.raises(ValueError, match="untransformed"):
         prior_draw_function(model, [model["s"]], batch=3)
+
+
+def _at(model, graph, point):
+    fn = model.compile_fn(graph, inputs=model.value_vars, on_unused_input="ignore")
+    return fn(point)
+
+
+def test_term_logps_with_and_without_jacobians_match_pymc():
+    """Each term equals PyMC's own ``model.logp(vars=[rv])`` with and without the Jacobians of
+    the transforms, at a point away from the initial one."""
+    with pm.Model() as model:
+        s = pm.HalfNormal("s", 2.0)
+        p = pm.Beta("p", 2.0, 3.0)
+        pm.Normal("x", p, s, observed=[0.3, -1.2])
+    point = {"s_log__": np.asarray(0.4), "p_logodds__": np.asarray(-0.7)}
+    for jacobian in (True, False):
+        terms = term_logps(model, jacobian=jacobian)
+        for rv in model.basic_RVs:
+            ours = _at(model, terms[rv].sum(), point)
+            pymc = _at(model, model.logp(vars=[rv], jacobian=jacobian), point)
+            assert np.isclose(ours, pymc, rtol=1e-12, atol=0), (rv.name, jacobian)
+    # the Jacobian of s's log transform is log s = 0.4: the two kinds differ by it
+    with_jac, without = term_logps(model), term_logps(model, jacobian=False)
+    assert np.isclose(_at(model, with_jac[s].sum() - without[s].sum(), point), 0.4)
+
+
+def test_scalar_steps_build_the_model_density_once(monkeypatch):
+    """PyMC's ``model.logp`` builds every term of the model whatever ``vars`` asks for, so the
+    steps take their terms from the per-model :func:`term_logps`: the three scalar steps of a
+    clustered partial-order model build the model's terms once with Jacobians and once
+    without, not once per step."""
+    model = pmc.models.clustered_partial_orders([[0, 1, 2], [2, 1], [1, 0, 2]], 3, n_dims=2)
+    calls = []
+    logp = pm.Model.logp
+
+    def counting(self, *args, **kwargs):
+        calls.append(kwargs.get("jacobian", True))
+        return logp(self, *args, **kwargs)
+
+    monkeypatch.setattr(pm.Model, "logp", counting)
+    with model:
+        for name in ("rho", "tau"):
+            pmc.NonCentredHyperparameterMetropolis([model[name]])
+        pmc.HyperparameterMetropolis([model["p"]])
+    assert sorted(calls) == [False, True]

@@ -144,6 +144,9 @@ def test_recognised_structures_and_fallbacks():
     assert all(s._centred_occupied for s in steps(hand_built(0.0)).values())
     assert all(s._occupied is None for s in steps(hand_built(0.5)).values())
     assert not any(s._centred_occupied for s in steps(hand_built(0.5)).values())
+    # the inherited random walk's target is compiled only where the centred moves use it
+    for model in (hand_built(0.0), hand_built(0.5)):
+        assert all((s._target_fn is None) == s._centred_occupied for s in steps(model).values())
     # the lists' noise follows tau: the lists' sums at the move's start noise would not follow
     # it, the check against the full density sees that and tau falls back (rho does not)
     moves = steps(hand_built(0.0, noise_from_tau=True))
