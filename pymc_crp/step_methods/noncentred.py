@@ -177,7 +177,7 @@ def shrinkage_map(
     return mapped, slots.size * log_r
 
 
-def _joint_logp_function(model, compile_kwargs, lists: bool = True):
+def _joint_logp_function(model, compile_kwargs, lists: bool = True, checking: bool = False):
     """Compiled sums ``(rest, lists)`` of every term that depends on a non-centred
     hyperparameter of ``model`` or on the utilities it moves (terms that a move leaves
     unchanged cancel in the ratio), the :class:`~pymc_crp.PartialOrderLists` terms apart;
@@ -187,8 +187,12 @@ def _joint_logp_function(model, compile_kwargs, lists: bool = True):
     One function of each kind serves all of the model's non-centred hyperparameters; it is
     compiled once per model (and rebuilt if the model changes). It takes any number of slots
     for slot utilities whose value variable does not fix it (the moves over the occupied
-    slots)."""
+    slots). With ``checking`` the function is compiled in PyTensor's ``FAST_COMPILE`` mode
+    (unless ``compile_kwargs`` names a mode): the set-up's structure checks call it a few
+    times, where graph rewriting would cost more than the calls."""
     signature, terms = moved_terms(model)
+    if checking:
+        compile_kwargs = {"mode": "FAST_COMPILE", **(compile_kwargs or {})}
 
     def build():
         logps = term_logps(model)
@@ -199,8 +203,18 @@ def _joint_logp_function(model, compile_kwargs, lists: bool = True):
         return compile_point_function(model, parts if lists else parts[0], compile_kwargs)
 
     # One compiled joint log-density per model, shared by rho and tau.
-    name = "noncentred_joint_logp" if lists else "noncentred_rest_logp"
+    name = ("noncentred_joint_logp" if lists else "noncentred_rest_logp") + (
+        "_check" if checking else ""
+    )
     return compiled_once_per_model(model, name, signature, compile_kwargs, build)
+
+
+def _slot_mean_function(model, utilities, slot_name: str, compile_kwargs):
+    """The compiled mean of the prior of the slot utilities among ``utilities`` whose value
+    variable is ``slot_name`` (the maps of the empty slots under ``ρ``)."""
+    (slot_rv,) = [v for v in utilities if model.rvs_to_values[v].name == slot_name]
+    (mean,) = model.replace_rvs_by_values([EquicorrelatedNormalParams.from_rv(slot_rv).mu])
+    return compile_point_function(model, pt.cast(mean, "float64"), compile_kwargs)
 
 
 @dataclass_state
@@ -289,9 +303,13 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
                 raise ValueError(f"the utilities {var.name} must be untransformed")
         self._utility_names = [model.rvs_to_values[v].name for v in role.utilities]
         self._mean_name = model.rvs_to_values[role.mean].name if self.kind == "shrinkage" else None
-        self._joint_parts = _joint_logp_function(model, compile_kwargs)
+        # The full joint density: the checks' own (compiled without graph rewriting), and the
+        # moves' only if they use it (no occupied-slot structure found or recognised).
+        self._check_parts = _joint_logp_function(model, compile_kwargs, checking=True)
+        self._joint_parts = None
         occupied = OccupiedSlotTerms.find(model, role.utilities, compile_kwargs)
         self._occupied = None  # the full joint density while checking
+        self._slot_mean = None
         self._centred_occupied = False
         if occupied is not None:
             self._rest_logp = _joint_logp_function(model, compile_kwargs, lists=False)
@@ -299,20 +317,15 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             point = occupied.check_point(initial_point)
             if self._occupied_differences_agree(occupied, point):
                 self._occupied = self._slot_terms = occupied
-                (slot_rv,) = [
-                    v for v in role.utilities if model.rvs_to_values[v].name == occupied.slot_name
-                ]
-                (mean,) = model.replace_rvs_by_values(
-                    [EquicorrelatedNormalParams.from_rv(slot_rv).mu]
-                )
-                self._slot_mean = compile_point_function(
-                    model, pt.cast(mean, "float64"), compile_kwargs
-                )
-                self._centred_occupied = (
-                    self.proposal == "transformed" and self._centred_differences_agree(point)
-                )
+                if self.proposal == "transformed":  # centred moves over the occupied slots
+                    self._slot_mean = _slot_mean_function(
+                        model, role.utilities, occupied.slot_name, compile_kwargs
+                    )
+                    self._centred_occupied = self._centred_differences_agree(point)
         if not self._centred_occupied:  # the centred moves are the inherited random walk
             self._compile_target()
+        if self._occupied is None:  # the non-centred moves evaluate the full joint density
+            self._joint_parts = _joint_logp_function(model, compile_kwargs)
 
     def _occupied_differences_agree(self, occupied, point) -> bool:
         """Whether differences of the non-centred move's density over the occupied slots
@@ -321,7 +334,8 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         if self.kind == "shrinkage" and self._utility_names != [occupied.slot_name]:
             return False
         old = float(self._from_value(np.asarray(point[self._value_name])))
-        full, gathered = _FullMove(self, point, old), _OccupiedMove(self, point, old, occupied)
+        full = _FullMove(self, point, old, checking=True)
+        gathered = _OccupiedMove(self, point, old, occupied)
         return self._differences_agree(point, full.log_density, gathered.log_density)
 
     def _centred_differences_agree(self, point) -> bool:
@@ -370,7 +384,7 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
             at = dict(point)
             at[terms.slot_name], log_det = self._empty_slots_mapped(point, old, new)
             at[self._value_name] = np.asarray(value, dtype=np.float64)
-            return self._joint_logp(at) + log_det
+            return self._joint_logp(at, checking=full) + log_det
 
         return full_density
 
@@ -448,9 +462,11 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
         }
         return point, [stats], None
 
-    def _joint_logp(self, point) -> float:
-        """Joint log-density of the terms a move changes, list likelihoods times ``β``."""
-        return self._tempered_sum(*self._joint_parts(point))
+    def _joint_logp(self, point, checking: bool = False) -> float:
+        """Joint log-density of the terms a move changes, list likelihoods times ``β``; with
+        ``checking`` from the set-up checks' function (:func:`_joint_logp_function`)."""
+        parts = self._check_parts if checking else self._joint_parts
+        return self._tempered_sum(*parts(point))
 
     def _move(self, point, old):
         """The density evaluations of one non-centred move from ``point`` (hyperparameter
@@ -533,22 +549,22 @@ class NonCentredHyperparameterMetropolis(HyperparameterMetropolis):
 
 class _FullMove:
     """Density evaluations of a non-centred move over the full joint: every slot mapped and
-    the compiled joint log-density (the fallback)."""
+    the compiled joint log-density (the fallback; with ``checking``, the set-up checks')."""
 
-    def __init__(self, step, point, old):
-        self.step, self.point, self.old = step, point, old
+    def __init__(self, step, point, old, checking: bool = False):
+        self.step, self.point, self.old, self.checking = step, point, old, checking
         self.proposals = {}
 
     def current(self) -> float:
         """The log-density at the point itself."""
-        return self.step._joint_logp(self.point)
+        return self.step._joint_logp(self.point, self.checking)
 
     def log_density(self, new_value, new) -> float:
         """``log π(v', U', U0') + log|det|`` of the move to the unconstrained value
         ``new_value`` (hyperparameter ``new``)."""
         proposal, log_det = self.step._joint_proposal(self.point, new_value, self.old, new)
         self.proposals[new_value] = proposal
-        return self.step._joint_logp(proposal) + log_det
+        return self.step._joint_logp(proposal, self.checking) + log_det
 
     def point_at(self, new_value, new) -> dict:
         """The point the move to ``new_value`` reaches."""

@@ -469,7 +469,7 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
             old_prior = prior.density[row]
             utilities[row] = new_row
             new_density = self._prior_fn(sweep.point)  # rows independent given the parents
-            log_prior_ratio = new_density[row] - old_prior
+            log_prior_ratio = float(np.sum(new_density[row] - old_prior))  # the row's terms
         accepted = self._accept_slot(sweep, item, log_prior_ratio)
         if accepted:
             prior.density = new_density
@@ -524,10 +524,11 @@ class UtilityMetropolis(CoordinateMoves, SlotAcceptance, BlockedStep):
 def _prior_functions(model, rv, compile_kwargs) -> dict:
     """The compiled functions of the utilities' prior, once per model and variable.
 
-    ``density`` (element-wise log-density), and for Gaussian priors ``mean``, ``draw`` and its
-    shared generator ``draw_rng``, and for equicorrelated priors ``equicorrelated`` (``ρ`` and
-    the scale, for closed-form row densities and the coordinate Gibbs draws); ``None`` where
-    the prior has no such part. The utility step and the label step's private utility step
+    ``density`` (element-wise log-density; only for priors that are not equicorrelated,
+    whose rows the moves score in closed form), and for Gaussian priors ``mean``, ``draw`` and
+    its shared generator ``draw_rng``, and for equicorrelated priors ``equicorrelated`` (``ρ``
+    and the scale, for closed-form row densities and the coordinate Gibbs draws); ``None``
+    where the prior has no such part. The utility step and the label step's private utility step
     of one model share them (each re-seeds the draw's generator from its own before a draw),
     so they are compiled once; rebuilt when the model changes.
     """
@@ -544,9 +545,7 @@ def _prior_functions(model, rv, compile_kwargs) -> dict:
 def _compile_prior(model, rv, compile_kwargs) -> dict:
     """The functions of :func:`_prior_functions`, compiled."""
     functions = {
-        "density": compile_point_function(
-            model, term_logps(model, jacobian=False)[rv], compile_kwargs
-        ),
+        "density": None,
         "mean": None,
         "draw": None,
         "draw_rng": None,
@@ -563,5 +562,9 @@ def _compile_prior(model, rv, compile_kwargs) -> dict:
         rho, scale = model.replace_rvs_by_values([params.rho, params.scale])
         functions["equicorrelated"] = compile_point_function(
             model, [pt.cast(rho, "float64"), pt.cast(scale, "float64")], compile_kwargs
+        )
+    else:
+        functions["density"] = compile_point_function(
+            model, term_logps(model, jacobian=False)[rv], compile_kwargs
         )
     return functions

@@ -18,7 +18,7 @@ from scipy import stats
 
 import pymc_crp as pmc
 from pymc_crp.roles import HyperparameterRole, set_role
-from pymc_crp.step_methods.noncentred import _FullMove, _OccupiedMove
+from pymc_crp.step_methods.noncentred import _FullMove, _joint_logp_function, _OccupiedMove
 
 N_SLOTS = 12
 
@@ -145,8 +145,16 @@ def test_recognised_structures_and_fallbacks():
     assert all(s._occupied is None for s in steps(hand_built(0.5)).values())
     assert not any(s._centred_occupied for s in steps(hand_built(0.5)).values())
     # the inherited random walk's target is compiled only where the centred moves use it
+    # and the full joint density of the moves only where they use it (the checks' own is
+    # compiled without graph rewriting)
     for model in (hand_built(0.0), hand_built(0.5)):
-        assert all((s._target_fn is None) == s._centred_occupied for s in steps(model).values())
+        for s in steps(model).values():
+            assert (s._target_fn is None) == s._centred_occupied
+            assert s._check_parts is _joint_logp_function(model, None, checking=True)
+            if s._occupied is None:
+                assert s._joint_parts is _joint_logp_function(model, None)
+            else:
+                assert s._joint_parts is None
     # the lists' noise follows tau: the lists' sums at the move's start noise would not follow
     # it, the check against the full density sees that and tau falls back (rho does not)
     moves = steps(hand_built(0.0, noise_from_tau=True))
@@ -198,6 +206,7 @@ def test_same_seed_same_draws_and_full_path_agrees():
             if full:
                 for s in step_list:
                     s._occupied = None
+                    s._joint_parts = _joint_logp_function(model, None)
             idata = pm.sample(
                 draws=30,
                 tune=20,

@@ -117,6 +117,41 @@ def test_clustered_k1_order_posterior_is_exact(k1_idata):
         assert ok, (PERMS[s], info)
 
 
+@pytest.mark.slow  # 40 s; the default run checks the element-wise prior with one order
+def test_clustered_k1_with_an_elementwise_prior_is_exact():
+    """The slots' utilities with an element-wise Normal prior (not equicorrelated: the item
+    moves score each slot's rows with the compiled prior density) give the posterior of the
+    equicorrelated prior with ``ρ = 0``: co-clustering, ``K`` and list 0's cluster's order."""
+    co_exact, k_exact, order_exact = exact_k1_posterior()
+    with pm.Model():
+        z = pmc.CRP("z", 1.0, max_clusters=N_LISTS, n=N_LISTS)
+        u = pm.Normal("U", 0.0, 1.0, shape=(N_LISTS, N_ITEMS, 1))
+        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
+        idata = pm.sample(
+            2500,
+            tune=300,
+            chains=2,
+            cores=1,
+            random_seed=12,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    z = idata.posterior["z"].values
+    for i, j in itertools.combinations(range(N_LISTS), 2):
+        ok, info = within_mc_error((z[..., i] == z[..., j]).astype(float), co_exact[i, j])
+        assert ok, (i, j, info)
+    n_clusters = np.array([[len(np.unique(row)) for row in chain] for chain in z])
+    for k in range(1, N_LISTS + 1):
+        ok, info = within_mc_error((n_clusters == k).astype(float), k_exact[k])
+        assert ok, (k, info)
+    u = idata.posterior["U"].values[..., 0]
+    slot_utils = np.take_along_axis(u, z[..., 0][..., None, None], axis=2)[:, :, 0]
+    codes = np.array([[PERMS.index(tuple(r)) for r in c] for c in np.argsort(-slot_utils, -1)])
+    for s in range(len(PERMS)):
+        ok, info = within_mc_error((codes == s).astype(float), order_exact[s])
+        assert ok, (PERMS[s], info)
+
+
 def test_wrong_oracle_is_rejected(k1_idata):
     """The comparison has power: an oracle that ignores the lists (prior only) fails."""
     _, idata = k1_idata
@@ -169,6 +204,49 @@ def test_single_order_k2_posterior_over_orders_is_exact():
     for code, w in sorted(weights.items(), key=lambda kv: -kv[1])[:6]:
         ok, info = within_mc_error((codes == code).astype(float), w / norm)
         assert ok, (code, info)
+
+
+@pytest.mark.parametrize("prior", ["normal", "laplace"])
+def test_single_order_with_an_elementwise_prior_is_exact(prior):
+    """Utilities with an element-wise prior (not equicorrelated: the item moves score rows
+    with the compiled prior density; Laplace is not Gaussian either, so no pCN moves): with
+    ``n_dims = 1`` and i.i.d. utilities every total order has prior probability 1/6, so the
+    posterior over the orders is proportional to the lists' likelihood, and functions of the
+    utilities that do not change when the items are permuted (their sum, their range) keep
+    their prior distribution (estimated from 2·10⁶ prior draws)."""
+    exact = LIK.prod(axis=0) / LIK.prod(axis=0).sum()
+    rng = np.random.default_rng(0)
+    draws = (rng.normal if prior == "normal" else rng.laplace)(size=(2_000_000, N_ITEMS))
+    invariant = {
+        "sum > 1": lambda u: u.sum(axis=-1) > 1.0,
+        "range > 2": lambda u: np.ptp(u, axis=-1) > 2.0,
+    }
+    with pm.Model():
+        if prior == "normal":
+            u = pm.Normal("U", 0.0, 1.0, shape=(N_ITEMS, 1))
+        else:
+            u = pm.Laplace("U", 0.0, 1.0, shape=(N_ITEMS, 1))
+        pmc.PartialOrderLists("y", u, None, P_NOISE, observed=LISTS)
+        step = pmc.UtilityMetropolis([u])
+        assert step._prior_fn is not None and step._equi_fn is None
+        idata = pm.sample(
+            2000,
+            tune=300,
+            chains=2,
+            cores=1,
+            step=step,
+            random_seed=5,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    utilities = idata.posterior["U"].values[..., 0]
+    ranks = np.argsort(-utilities, axis=-1)  # best first
+    for s, perm in enumerate(PERMS):
+        ok, info = within_mc_error(np.all(ranks == perm, axis=-1).astype(float), exact[s])
+        assert ok, (perm, info)
+    for name, event in invariant.items():
+        ok, info = within_mc_error(event(utilities).astype(float), event(draws).mean())
+        assert ok, (name, info)
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,12 +320,13 @@ def test_the_label_steps_private_utility_step_shares_the_compiled_prior():
 
     model = pmc.models.clustered_partial_orders(lists, 3, n_dims=1, max_clusters=4)
     step, private = utility_steps(model)
-    for name in ("_prior_fn", "_mean_fn", "_draw_fn", "_draw_rng", "_equi_fn"):
+    for name in ("_mean_fn", "_draw_fn", "_draw_rng", "_equi_fn"):
         assert getattr(private, name) is getattr(step, name) is not None
+    assert step._prior_fn is None  # equicorrelated rows are scored in closed form
     other, _ = utility_steps(
         pmc.models.clustered_partial_orders(lists, 3, n_dims=1, max_clusters=4)
     )
-    assert other._prior_fn is not step._prior_fn
+    assert other._equi_fn is not step._equi_fn
 
 
 def test_default_repeats_follow_the_list_entries():
