@@ -59,22 +59,30 @@ def exact_k1_posterior(theta=1.0):
     return co / total, k_dist / total, order0 / total
 
 
-@pytest.fixture(scope="module")
-def k1_idata():
+def sample_k1(utility_prior, random_seed):
+    """``(model, idata)``: the ``LISTS`` clustered by ``CRP(1)`` over ``N_LISTS`` slots whose
+    1-D utilities ``utility_prior(name, shape)`` makes; 2 chains × (300 + 2,500)."""
     with pm.Model() as model:
         z = pmc.CRP("z", 1.0, max_clusters=N_LISTS, n=N_LISTS)
-        u = pmc.EquicorrelatedNormal("U", mu=np.zeros((N_LISTS, N_ITEMS, 1)), rho=0.0)
+        u = utility_prior("U", (N_LISTS, N_ITEMS, 1))
         pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
         idata = pm.sample(
             2500,
             tune=300,
             chains=2,
             cores=1,
-            random_seed=11,
+            random_seed=random_seed,
             progressbar=False,
             compute_convergence_checks=False,
         )
     return model, idata
+
+
+@pytest.fixture(scope="module")
+def k1_idata():
+    return sample_k1(
+        lambda name, shape: pmc.EquicorrelatedNormal(name, mu=np.zeros(shape), rho=0.0), 11
+    )
 
 
 def within_mc_error(indicator, exact, k=4.5):
@@ -90,10 +98,10 @@ def test_steps_assigned(k1_idata):
     assert set(selected) == {pmc.CRPGibbs, pmc.UtilityMetropolis}
 
 
-def test_clustered_k1_partition_posterior_is_exact(k1_idata):
-    _, idata = k1_idata
+def assert_k1_partition_exact(z):
+    """Co-clustering and ``P(K = k)`` of the label draws ``z`` (chain, draw, list) against
+    :func:`exact_k1_posterior`."""
     co_exact, k_exact, _ = exact_k1_posterior()
-    z = idata.posterior["z"].values
     for i, j in itertools.combinations(range(N_LISTS), 2):
         ok, info = within_mc_error((z[..., i] == z[..., j]).astype(float), co_exact[i, j])
         assert ok, (i, j, info)
@@ -103,12 +111,10 @@ def test_clustered_k1_partition_posterior_is_exact(k1_idata):
         assert ok, (k, info)
 
 
-def test_clustered_k1_order_posterior_is_exact(k1_idata):
-    """The order of list 0's cluster: P(order = s | Y) by enumeration."""
-    _, idata = k1_idata
+def assert_k1_order_exact(z, u):
+    """``P(order of list 0's cluster = s)`` of the draws (``u``: chain, draw, slot, item)
+    against :func:`exact_k1_posterior`."""
     _, _, order_exact = exact_k1_posterior()
-    z = idata.posterior["z"].values
-    u = idata.posterior["U"].values[..., 0]  # (chain, draw, slot, item)
     slot_utils = np.take_along_axis(u, z[..., 0][..., None, None], axis=2)[:, :, 0]
     ranks = np.argsort(-slot_utils, axis=-1)
     codes = np.array([[PERMS.index(tuple(r)) for r in chain] for chain in ranks])
@@ -117,39 +123,25 @@ def test_clustered_k1_order_posterior_is_exact(k1_idata):
         assert ok, (PERMS[s], info)
 
 
+def test_clustered_k1_partition_posterior_is_exact(k1_idata):
+    _, idata = k1_idata
+    assert_k1_partition_exact(idata.posterior["z"].values)
+
+
+def test_clustered_k1_order_posterior_is_exact(k1_idata):
+    """The order of list 0's cluster: P(order = s | Y) by enumeration."""
+    _, idata = k1_idata
+    assert_k1_order_exact(idata.posterior["z"].values, idata.posterior["U"].values[..., 0])
+
+
 @pytest.mark.slow  # 40 s; the default run checks the element-wise prior with one order
 def test_clustered_k1_with_an_elementwise_prior_is_exact():
     """The slots' utilities with an element-wise Normal prior (not equicorrelated: the item
     moves score each slot's rows with the compiled prior density) give the posterior of the
     equicorrelated prior with ``ρ = 0``: co-clustering, ``K`` and list 0's cluster's order."""
-    co_exact, k_exact, order_exact = exact_k1_posterior()
-    with pm.Model():
-        z = pmc.CRP("z", 1.0, max_clusters=N_LISTS, n=N_LISTS)
-        u = pm.Normal("U", 0.0, 1.0, shape=(N_LISTS, N_ITEMS, 1))
-        pmc.PartialOrderLists("y", u, z, P_NOISE, observed=LISTS)
-        idata = pm.sample(
-            2500,
-            tune=300,
-            chains=2,
-            cores=1,
-            random_seed=12,
-            progressbar=False,
-            compute_convergence_checks=False,
-        )
-    z = idata.posterior["z"].values
-    for i, j in itertools.combinations(range(N_LISTS), 2):
-        ok, info = within_mc_error((z[..., i] == z[..., j]).astype(float), co_exact[i, j])
-        assert ok, (i, j, info)
-    n_clusters = np.array([[len(np.unique(row)) for row in chain] for chain in z])
-    for k in range(1, N_LISTS + 1):
-        ok, info = within_mc_error((n_clusters == k).astype(float), k_exact[k])
-        assert ok, (k, info)
-    u = idata.posterior["U"].values[..., 0]
-    slot_utils = np.take_along_axis(u, z[..., 0][..., None, None], axis=2)[:, :, 0]
-    codes = np.array([[PERMS.index(tuple(r)) for r in c] for c in np.argsort(-slot_utils, -1)])
-    for s in range(len(PERMS)):
-        ok, info = within_mc_error((codes == s).astype(float), order_exact[s])
-        assert ok, (PERMS[s], info)
+    _, idata = sample_k1(lambda name, shape: pm.Normal(name, 0.0, 1.0, shape=shape), 12)
+    assert_k1_partition_exact(idata.posterior["z"].values)
+    assert_k1_order_exact(idata.posterior["z"].values, idata.posterior["U"].values[..., 0])
 
 
 def test_wrong_oracle_is_rejected(k1_idata):
