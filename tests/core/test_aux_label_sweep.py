@@ -103,7 +103,9 @@ def run_chain(seed, n_steps, n_aux, sweeps, theta, discount, n_slots=8):
     return out
 
 
-@pytest.mark.parametrize(("n_aux", "discount"), [(1, 0.0), (2, 0.4)])
+@pytest.mark.parametrize(  # one auxiliary, d = 0: slow (45 s); m = 2 and d = 0.4 by default
+    ("n_aux", "discount"), [pytest.param(1, 0.0, marks=pytest.mark.slow), (2, 0.4)]
+)
 def test_reused_auxiliaries_and_spares_match_enumeration(n_aux, discount):
     """The partition's co-clustering and number of clusters within ``4.5`` standard errors of
     the enumerated posterior (4 chains of 20,000 steps of 4 sweeps each)."""

@@ -180,13 +180,16 @@ def test_several_rounds_per_step_match_enumeration(reuse):
     assert not mismatches(z, co, k_dist)
 
 
-def test_utility_moves_between_rounds_match_enumeration():
-    """``utility_moves=2`` with three rounds: a step of the private utility kernel between
-    every two rounds, the likelihood columns recomputed after it, the auxiliaries and their
-    spares carried across it (Pitman--Yor, 8 slots)."""
+@pytest.mark.parametrize(  # three groups of rounds: slow (73 s); two stay in the default run
+    ("rounds", "utility_moves"), [(2, 1), pytest.param(3, 2, marks=pytest.mark.slow)]
+)
+def test_utility_moves_between_rounds_match_enumeration(rounds, utility_moves):
+    """A step of the private utility kernel between every two groups of rounds (one round
+    each), the likelihood columns recomputed after it, the auxiliaries and their spares carried
+    across it (Pitman--Yor, 8 slots)."""
     z = sample_tiny(
-        n_slots=8, n_aux=2, discount=0.3, seed=17, draws=2000, sweeps=3, utility_moves=2,
-        reuse_auxiliaries=True,
+        n_slots=8, n_aux=2, discount=0.3, seed=17, draws=2000, sweeps=rounds,
+        utility_moves=utility_moves, reuse_auxiliaries=True,
     )  # fmt: skip
     co, k_dist = exact_clustered_total_orders(LISTS, N_ITEMS, P_NOISE, 1.0, 0.3)
     assert not mismatches(z, co, k_dist)
