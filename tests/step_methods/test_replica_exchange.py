@@ -141,7 +141,7 @@ def replica_run():
     model = tiny_model()
     with model:
         step = pmc.ReplicaExchange(betas=[1.0, 0.4, 0.1], steps=lambda: [label_step(model)])
-    # 1,000 draws: the oracle of the tempered posterior is 29 standard errors away at most
+    # 1,000 draws: the tempered posterior is 29 standard errors away on its farthest quantity
     return sample(model, step, 1000, seed=5)
 
 
