@@ -10,6 +10,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.model import Model
+from pytensor.graph.basic import equal_computations
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
@@ -168,11 +169,31 @@ class PointFunction:
 
 
 def compile_point_function(model: Model, outs, compile_kwargs: dict | None = None):
-    """Compile ``outs`` (graphs of value variables) into a :class:`PointFunction`."""
-    graphs = outs if isinstance(outs, list | tuple) else [outs]
+    """Compile ``outs`` (graphs of value variables) into a :class:`PointFunction`.
+
+    A graph that computes the same as one compiled before for ``model`` with the same
+    ``compile_kwargs`` (:func:`~pytensor.graph.basic.equal_computations`: the same operations
+    on the same variables and equal constants) reuses that compiled function: the steps of a
+    model read the same quantities (labels, noise, slot priors), and each PyTensor compile
+    costs tens of milliseconds of graph rewriting. A compiled function has no state between
+    calls and returns fresh outputs, so sharing it between steps changes no value."""
+    several = isinstance(outs, list | tuple)
+    graphs = [pt.as_tensor_variable(g) for g in (outs if several else [outs])]
     inputs = [v for v in explicit_graph_inputs(graphs) if v in set(model.value_vars)]
-    fn = model.compile_fn(outs, inputs=inputs, point_fn=False, **(compile_kwargs or {}))
-    return PointFunction(fn, [v.name for v in inputs])
+    kwargs = dict(compile_kwargs or {})
+    compiled = REGISTRY.cache(model, "point_functions").setdefault("compiled", [])
+    for seen_several, seen_graphs, seen_kwargs, seen_fn in compiled:
+        if (
+            seen_several == several
+            and seen_kwargs == kwargs
+            and len(seen_graphs) == len(graphs)
+            and equal_computations(seen_graphs, graphs)
+        ):
+            return seen_fn
+    fn = model.compile_fn(graphs if several else graphs[0], inputs=inputs, point_fn=False, **kwargs)
+    point_fn = PointFunction(fn, [v.name for v in inputs])
+    compiled.append((several, graphs, kwargs, point_fn))
+    return point_fn
 
 
 def compile_partition_prior(model: Model, label_rv, compile_kwargs: dict | None = None):

@@ -2,10 +2,15 @@
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pymc_crp as pmc
-from pymc_crp.step_methods.model_graph import prior_draw_function, term_logps
+from pymc_crp.step_methods.model_graph import (
+    compile_point_function,
+    prior_draw_function,
+    term_logps,
+)
 
 N_BATCH = 400
 
@@ -95,3 +100,43 @@ def test_scalar_steps_build_the_model_density_once(monkeypatch):
             pmc.NonCentredHyperparameterMetropolis([model[name]])
         pmc.HyperparameterMetropolis([model["p"]])
     assert sorted(calls) == [False, True]
+
+
+def test_point_functions_of_equal_graphs_are_compiled_once(monkeypatch):
+    """Graphs built apart that compute the same on the same value variables (as the steps of
+    a model build them) share one compiled function; another graph, other compile options,
+    one output against a list of one, or another model compile their own, and each returns
+    what its graph computes."""
+    with pm.Model() as model:
+        x = pm.Normal("x", shape=3)
+        pm.HalfNormal("s")
+    with pm.Model() as other:
+        pm.Normal("x", shape=3)
+    compiled = []
+    compile_fn = pm.Model.compile_fn
+
+    def counting(self, *args, **kwargs):
+        compiled.append(self)
+        return compile_fn(self, *args, **kwargs)
+
+    monkeypatch.setattr(pm.Model, "compile_fn", counting)
+    value, scale = model.rvs_to_values[x], model.rvs_to_values[model["s"]]
+    first = compile_point_function(model, pt.sum(value) * 2.0)
+    again = compile_point_function(model, pt.sum(value) * 2.0)
+    assert again is first and len(compiled) == 1
+    point = {"x": np.array([1.0, 2.0, 3.5]), "s_log__": np.array(0.3)}
+    assert float(first(point)) == 13.0
+    different = [
+        compile_point_function(model, pt.sum(value) * 3.0),
+        compile_point_function(model, pt.sum(value) * 2.0 + pt.exp(scale)),
+        compile_point_function(model, [pt.sum(value) * 2.0]),
+        compile_point_function(model, pt.sum(value) * 2.0, {"mode": "FAST_COMPILE"}),
+        compile_point_function(other, pt.sum(other.rvs_to_values[other["x"]]) * 2.0),
+    ]
+    assert len(compiled) == 6 and compiled[-1] is other
+    assert len({id(f) for f in [first, *different]}) == 6
+    values = [f(point) for f in different]
+    assert float(values[0]) == 19.5
+    assert float(values[1]) == pytest.approx(13.0 + np.exp(0.3), rel=1e-12)
+    assert isinstance(values[2], list) and float(values[2][0]) == 13.0
+    assert float(values[3]) == 13.0 and float(values[4]) == 13.0
