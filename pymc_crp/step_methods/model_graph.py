@@ -9,8 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.model import Model
+from pytensor.compile.mode import Mode
 from pytensor.graph.basic import equal_computations
+from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import ancestors, explicit_graph_inputs
 from pytensor.tensor.random.op import RandomVariable
 
@@ -23,6 +26,7 @@ from pymc_crp.distributions.partitions import (
 from pymc_crp.roles import REGISTRY
 
 __all__ = [
+    "CHECK_MODE",
     "PARTITION_OPS",
     "PointFunction",
     "check_same_slot_prior",
@@ -36,6 +40,15 @@ __all__ = [
 ]
 
 PARTITION_OPS = (CRPRV, DirichletMultinomialPartitionRV)
+
+CHECK_MODE = Mode(linker="py", optimizer="None").register(
+    (in2out(local_check_parameter_to_ninf_switch), -1)
+)
+"""The PyTensor mode of functions that a step's set-up calls a few times (its structure
+checks): PyTensor's Python implementations and no graph rewriting other than PyMC's
+parameter checks turned into ``-inf`` (as in the model's own log-density), so that compiling
+costs a few hundredths of a second where rewriting a model's density costs tenths (0.03
+against 0.37 s in ``FAST_COMPILE`` for a clustered partial-order model's joint density)."""
 
 
 def is_partition_rv(var) -> bool:

@@ -137,6 +137,7 @@ from pymc_crp.step_methods.hyperparameter import HyperparameterMetropolis
 from pymc_crp.step_methods.list_terms import is_list_term
 from pymc_crp.step_methods.metropolis import ScaleTuner, accept
 from pymc_crp.step_methods.model_graph import (
+    CHECK_MODE,
     compile_point_function,
     compiled_once_per_model,
     term_logps,
@@ -187,12 +188,13 @@ def _joint_logp_function(model, compile_kwargs, lists: bool = True, checking: bo
     One function of each kind serves all of the model's non-centred hyperparameters; it is
     compiled once per model (and rebuilt if the model changes). It takes any number of slots
     for slot utilities whose value variable does not fix it (the moves over the occupied
-    slots). With ``checking`` the function is compiled in PyTensor's ``FAST_COMPILE`` mode
-    (unless ``compile_kwargs`` names a mode): the set-up's structure checks call it a few
-    times, where graph rewriting would cost more than the calls."""
+    slots). With ``checking`` the function is compiled in
+    :data:`~pymc_crp.step_methods.model_graph.CHECK_MODE` (unless ``compile_kwargs`` names a
+    mode): the set-up's structure checks call it a few times, where graph rewriting would cost
+    more than the calls."""
     signature, terms = moved_terms(model)
     if checking:
-        compile_kwargs = {"mode": "FAST_COMPILE", **(compile_kwargs or {})}
+        compile_kwargs = {"mode": CHECK_MODE, **(compile_kwargs or {})}
 
     def build():
         logps = term_logps(model)

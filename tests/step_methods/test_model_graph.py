@@ -7,6 +7,7 @@ import pytest
 
 import pymc_crp as pmc
 from pymc_crp.step_methods.model_graph import (
+    CHECK_MODE,
     compile_point_function,
     prior_draw_function,
     term_logps,
@@ -140,3 +141,17 @@ def test_point_functions_of_equal_graphs_are_compiled_once(monkeypatch):
     assert float(values[1]) == pytest.approx(13.0 + np.exp(0.3), rel=1e-12)
     assert isinstance(values[2], list) and float(values[2][0]) == 13.0
     assert float(values[3]) == 13.0 and float(values[4]) == 13.0
+
+
+def test_check_mode_gives_the_model_density_and_minus_infinity_out_of_support():
+    """The set-up checks' mode (no graph rewriting) computes what the default mode computes,
+    and an invalid parameter gives ``-inf`` as in PyMC's compiled densities, not an error."""
+    with pm.Model() as model:
+        s = pm.Normal("s")
+        pm.Normal("y", 0.0, s, observed=[1.0, -0.4])
+    check = compile_point_function(model, model.logp(), {"mode": CHECK_MODE})
+    default = compile_point_function(model, model.logp())
+    for value in (0.7, 1.3):
+        point = {"s": np.array(value)}
+        assert float(check(point)) == pytest.approx(float(default(point)), rel=1e-12)
+    assert float(check({"s": np.array(-1.0)})) == -np.inf == float(default({"s": np.array(-1.0)}))
